@@ -1,0 +1,22 @@
+//! Shared vocabulary of hopwise: the backend traits every strategy talks to, the one trace type every
+//! strategy writes, the prompt templates, and small text utilities.
+//!
+//! Nothing here does I/O of its own; backends live in `hopwise-models` and `hopwise-index`, strategies in
+//! `hopwise-reason`.
+
+pub mod error;
+pub mod llm;
+pub mod nli;
+pub mod prompts;
+pub mod retrieval;
+pub mod text;
+pub mod trace;
+
+pub use error::{BackendErrorKind, Error, Result};
+pub use llm::{ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm, Role, Usage};
+pub use nli::{Nli, NliLabel, NliVerdict};
+pub use prompts::Prompts;
+pub use retrieval::{Embedder, Passage, Retriever};
+pub use trace::{
+    Decision, Event, EventKind, GraphEdge, NodeId, NodeTrace, Recorder, Repair, Stats, Trace,
+};

@@ -1,0 +1,138 @@
+//! The language-model contract.
+//!
+//! One method, `chat`, because every strategy needs the same thing: messages in, `n` completions out.
+//! `n` is part of the request (not a loop in the caller) so a backend can share one prompt evaluation
+//! across samples: the OpenAI API takes `n`, the in-process runtime decodes several sequences from one
+//! evaluated prompt. That is where self-consistency and uncertainty estimation win or lose on cost.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::Result;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { role: Role::System, content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { role: Role::User, content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self { role: Role::Assistant, content: content.into() }
+    }
+}
+
+/// Sampling parameters. Defaults follow ToQD: temperature 0.1, top_p 0.1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GenParams {
+    pub temperature: f32,
+    pub top_p: f32,
+    pub max_tokens: u32,
+    pub stop: Vec<String>,
+    pub seed: Option<u64>,
+    /// Number of completions wanted for the same prompt.
+    pub n: u32,
+    /// A GBNF grammar constraining the output, where the backend supports it.
+    /// Backends that cannot honour it ignore it and report `grammar_used = false`.
+    pub grammar: Option<String>,
+    /// Ask for per-token log-probabilities where the backend offers them.
+    pub logprobs: bool,
+}
+
+impl Default for GenParams {
+    fn default() -> Self {
+        Self {
+            temperature: 0.1,
+            top_p: 0.1,
+            max_tokens: 256,
+            stop: Vec::new(),
+            seed: None,
+            n: 1,
+            grammar: None,
+            logprobs: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    pub params: GenParams,
+}
+
+impl ChatRequest {
+    pub fn new(messages: Vec<ChatMessage>, params: GenParams) -> Self {
+        Self { messages, params }
+    }
+
+    /// A single user turn with default parameters.
+    pub fn user(prompt: impl Into<String>) -> Self {
+        Self { messages: vec![ChatMessage::user(prompt)], params: GenParams::default() }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// One sampled completion. `top_logprobs` holds, for the first generated token, the candidate tokens
+/// and their log-probabilities when the backend reports them (used by the NLI judge).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_logprobs: Vec<(String, f32)>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    pub choices: Vec<Completion>,
+    pub usage: Usage,
+    #[serde(default)]
+    pub grammar_used: bool,
+}
+
+impl ChatResponse {
+    /// The first completion's text, or an empty string when the backend returned none.
+    pub fn text(&self) -> &str {
+        self.choices.first().map(|c| c.text.as_str()).unwrap_or("")
+    }
+}
+
+/// A chat model. Implementations must be safe to call concurrently from parallel graph nodes.
+#[async_trait]
+pub trait Llm: Send + Sync {
+    /// A short name for traces and errors, e.g. `openai:gpt-4o-mini` or `local:qwen2.5-1.5b`.
+    fn name(&self) -> &str;
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
+}
+
+#[async_trait]
+impl<T: Llm + ?Sized> Llm for std::sync::Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        (**self).chat(request).await
+    }
+}

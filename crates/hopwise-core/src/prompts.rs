@@ -1,0 +1,190 @@
+//! Prompt templates: one TOML file of named templates (`prompts/default.toml`), compiled in, each
+//! overridable from config. Templates use `{name}` placeholders; `{{` and `}}` are literal braces.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::{Error, Result};
+
+const DEFAULTS: &str = include_str!("../prompts/default.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+struct TemplateSpec {
+    #[serde(default)]
+    vars: Vec<String>,
+    text: String,
+}
+
+/// The set of prompt templates in force.
+#[derive(Debug, Clone)]
+pub struct Prompts {
+    templates: BTreeMap<String, TemplateSpec>,
+}
+
+impl Default for Prompts {
+    fn default() -> Self {
+        Self::from_toml(DEFAULTS).expect("the built-in prompt file is valid (checked by a unit test)")
+    }
+}
+
+impl Prompts {
+    fn from_toml(src: &str) -> Result<Self> {
+        let templates: BTreeMap<String, TemplateSpec> = toml::from_str(src)
+            .map_err(|e| Error::Template { name: "<file>".into(), message: e.to_string() })?;
+        let prompts = Self { templates };
+        for (name, spec) in &prompts.templates {
+            check_placeholders(name, &spec.text, &spec.vars)?;
+        }
+        Ok(prompts)
+    }
+
+    /// Replaces the text of named templates. Each override may use only the placeholders the
+    /// built-in template receives; an unknown template name or placeholder is an error.
+    pub fn with_overrides(mut self, overrides: &BTreeMap<String, String>) -> Result<Self> {
+        for (name, text) in overrides {
+            let spec = self.templates.get_mut(name).ok_or_else(|| Error::Template {
+                name: name.clone(),
+                message: "no such template (see `hopwise prompts` for the list)".into(),
+            })?;
+            check_placeholders(name, text, &spec.vars)?;
+            spec.text = text.clone();
+        }
+        Ok(self)
+    }
+
+    /// Reads overrides from a TOML file whose top-level keys are template names and whose values
+    /// are either strings or tables with a `text` field.
+    pub fn with_overrides_file(self, path: &std::path::Path) -> Result<Self> {
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("prompts file {}: {e}", path.display())))?;
+        let value: toml::Table =
+            toml::from_str(&src).map_err(|e| Error::Config(format!("prompts file {}: {e}", path.display())))?;
+        let mut overrides = BTreeMap::new();
+        for (name, v) in value {
+            let text = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Table(t) => match t.get("text") {
+                    Some(toml::Value::String(s)) => s.clone(),
+                    _ => return Err(Error::Config(format!("prompts file: `{name}` needs a `text` string"))),
+                },
+                _ => return Err(Error::Config(format!("prompts file: `{name}` must be a string or a table"))),
+            };
+            overrides.insert(name, text);
+        }
+        self.with_overrides(&overrides)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.templates.keys().map(String::as_str)
+    }
+
+    pub fn template(&self, name: &str) -> Option<&str> {
+        self.templates.get(name).map(|t| t.text.as_str())
+    }
+
+    /// Fills template `name` with `vars`. Every placeholder must be given.
+    pub fn render(&self, name: &str, vars: &[(&str, &str)]) -> Result<String> {
+        let spec = self
+            .templates
+            .get(name)
+            .ok_or_else(|| Error::Template { name: name.into(), message: "no such template".into() })?;
+        fill(name, &spec.text, vars)
+    }
+}
+
+enum Piece<'a> {
+    Text(&'a str),
+    Var(&'a str),
+}
+
+/// Walks a template, handing each literal run and each placeholder to `on`.
+fn walk<'a>(name: &str, text: &'a str, mut on: impl FnMut(Piece<'a>) -> Result<()>) -> Result<()> {
+    let mut rest = text;
+    while let Some(pos) = rest.find(['{', '}']) {
+        on(Piece::Text(&rest[..pos]))?;
+        let tail = &rest[pos..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            on(Piece::Text("{"))?;
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("}}") {
+            on(Piece::Text("}"))?;
+            rest = after;
+        } else if tail.starts_with('{') {
+            let end = tail.find('}').ok_or_else(|| Error::Template {
+                name: name.into(),
+                message: "unclosed `{` (write `{{` for a literal brace)".into(),
+            })?;
+            on(Piece::Var(&tail[1..end]))?;
+            rest = &tail[end + 1..];
+        } else {
+            return Err(Error::Template { name: name.into(), message: "stray `}` (write `}}` for a literal brace)".into() });
+        }
+    }
+    on(Piece::Text(rest))
+}
+
+fn check_placeholders(name: &str, text: &str, allowed: &[String]) -> Result<()> {
+    walk(name, text, |piece| match piece {
+        Piece::Var(var) if !allowed.iter().any(|a| a == var) => Err(Error::Template {
+            name: name.into(),
+            message: format!("unknown placeholder `{{{var}}}`; this template receives {allowed:?}"),
+        }),
+        _ => Ok(()),
+    })
+}
+
+fn fill(name: &str, text: &str, vars: &[(&str, &str)]) -> Result<String> {
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut missing = None;
+    walk(name, text, |piece| {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Var(var) => match vars.iter().find(|(k, _)| *k == var) {
+                Some((_, v)) => out.push_str(v),
+                None => missing = Some(var.to_string()),
+            },
+        }
+        Ok(())
+    })?;
+    match missing {
+        Some(var) => Err(Error::Template { name: name.into(), message: format!("no value given for `{{{var}}}`") }),
+        None => Ok(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_templates_load_and_render() {
+        let p = Prompts::default();
+        assert!(p.names().count() > 5);
+        let s = p.render("toqd_self_verify", &[("question", "Who wrote Dune?")]).expect("render");
+        assert!(s.contains("Who wrote Dune?"));
+        assert!(s.contains("NO!"));
+    }
+
+    #[test]
+    fn overrides_are_checked() {
+        let mut o = BTreeMap::new();
+        o.insert("toqd_self_verify".to_string(), "Q: {question} {{literal}}".to_string());
+        let p = Prompts::default().with_overrides(&o).expect("valid override");
+        assert_eq!(p.render("toqd_self_verify", &[("question", "x")]).expect("render"), "Q: x {literal}");
+
+        o.insert("toqd_self_verify".to_string(), "Q: {nope}".to_string());
+        assert!(Prompts::default().with_overrides(&o).is_err());
+        let mut unknown = BTreeMap::new();
+        unknown.insert("no_such".to_string(), "x".to_string());
+        assert!(Prompts::default().with_overrides(&unknown).is_err());
+    }
+
+    #[test]
+    fn missing_values_and_bad_braces_are_errors() {
+        let p = Prompts::default();
+        assert!(p.render("toqd_self_verify", &[]).is_err());
+        assert!(fill("t", "a {b", &[("b", "x")]).is_err());
+        assert!(fill("t", "a } b", &[]).is_err());
+    }
+}
