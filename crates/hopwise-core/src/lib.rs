@@ -9,6 +9,7 @@ pub mod llm;
 pub mod nli;
 pub mod prompts;
 pub mod retrieval;
+pub mod scripted;
 pub mod text;
 pub mod trace;
 

@@ -1,1 +1,20 @@
-//! placeholder
+//! Reasoning strategies and the shared parts they are composed from.
+//!
+//! - [`ctx`]: the per-question context every strategy receives (backends, prompts, budgets, recorder);
+//!   its `chat` and `retrieve` methods meter every call into the trace.
+//! - [`parse`]: deterministic parsers and repair rules for model output.
+//! - [`executor`]: resolves a growing DAG of sub-questions, ready nodes concurrently.
+//! - [`strategy`]: the `Strategy` trait and the registry of named strategies.
+//! - [`toqd`]: Topology of Question Decomposition.
+
+pub mod ctx;
+pub mod error;
+pub mod executor;
+pub mod parse;
+
+pub mod strategy;
+pub mod toqd;
+
+pub use ctx::{Budget, Ctx};
+pub use error::ReasonError;
+pub use strategy::{Strategy, StrategyOptions};

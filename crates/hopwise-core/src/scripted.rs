@@ -1,0 +1,97 @@
+//! A scripted model for tests and benchmarks: answers by matching the prompt against rules, with an
+//! optional fixed latency. Deterministic, so tests can assert on exact traces.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::{ChatRequest, ChatResponse, Completion, Llm, Result, Usage};
+
+type Responder = Arc<dyn Fn(&str, u32) -> String + Send + Sync>;
+
+struct Rule {
+    needle: String,
+    respond: Responder,
+}
+
+/// Rules are tried in order; the first whose needle occurs in the prompt (all messages joined)
+/// answers. `{i}` in a fixed reply is replaced by the sample index, so `n` samples can differ.
+#[derive(Clone, Default)]
+pub struct ScriptedLlm {
+    rules: Arc<Vec<Rule>>,
+    fallback: String,
+    latency: Duration,
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl ScriptedLlm {
+    pub fn new() -> Self {
+        Self { fallback: "NO!".into(), ..Default::default() }
+    }
+
+    /// Reply `reply` to any prompt containing `needle`.
+    pub fn on(self, needle: &str, reply: &str) -> Self {
+        let reply = reply.to_string();
+        self.on_fn(needle, move |_, i| reply.replace("{i}", &i.to_string()))
+    }
+
+    /// Reply with `f(prompt, sample_index)` to any prompt containing `needle`.
+    pub fn on_fn(mut self, needle: &str, f: impl Fn(&str, u32) -> String + Send + Sync + 'static) -> Self {
+        let mut rules: Vec<Rule> = match Arc::try_unwrap(self.rules) {
+            Ok(v) => v,
+            Err(shared) => shared.iter().map(|r| Rule { needle: r.needle.clone(), respond: r.respond.clone() }).collect(),
+        };
+        rules.push(Rule { needle: needle.to_string(), respond: Arc::new(f) });
+        self.rules = Arc::new(rules);
+        self
+    }
+
+    pub fn fallback(mut self, reply: &str) -> Self {
+        self.fallback = reply.to_string();
+        self
+    }
+
+    /// Every call sleeps this long (simulates a remote backend).
+    pub fn latency(mut self, latency: Duration) -> Self {
+        self.latency = latency;
+        self
+    }
+
+    /// Prompts seen so far, in call order.
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl Llm for ScriptedLlm {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        let prompt: String = request.messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+        if let Ok(mut c) = self.calls.lock() {
+            c.push(prompt.clone());
+        }
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
+        let rule = self.rules.iter().find(|r| prompt.contains(&r.needle));
+        let choices = (0..request.params.n.max(1))
+            .map(|i| Completion {
+                text: match rule {
+                    Some(r) => (r.respond)(&prompt, i),
+                    None => self.fallback.clone(),
+                },
+                ..Default::default()
+            })
+            .collect::<Vec<_>>();
+        let usage = Usage {
+            prompt_tokens: crate::text::word_count(&prompt),
+            completion_tokens: choices.iter().map(|c| crate::text::word_count(&c.text)).sum(),
+        };
+        Ok(ChatResponse { choices, usage, grammar_used: false })
+    }
+}

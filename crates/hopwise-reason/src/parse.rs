@@ -1,0 +1,1 @@
+//! Parsers for model output.
