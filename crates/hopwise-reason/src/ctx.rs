@@ -180,7 +180,7 @@ impl Ctx {
 
     /// One retrieval round, metered. Errors if no retriever is configured.
     pub async fn retrieve(&self, node: Option<&str>, query: &str, k: usize) -> Result<Vec<Passage>> {
-        let retriever = self.retriever.as_ref().ok_or_else(|| ReasonError::NeedsRetriever(self.rec.snapshot().strategy))?;
+        let retriever = self.retriever.as_ref().ok_or_else(|| ReasonError::NeedsRetriever(self.rec.strategy()))?;
         let start = self.rec.now_ms();
         let result = retriever.retrieve(query, k).await;
         self.rec.with_stats(|s| s.retrieval_rounds += 1);

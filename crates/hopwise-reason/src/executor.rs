@@ -164,7 +164,7 @@ impl Dag {
         })
     }
 
-    fn splice(&mut self, id: &str, child: ChildGraph, observer: &mut dyn GraphObserver) {
+    fn splice(&mut self, id: &str, child: ChildGraph, observer: &mut (dyn GraphObserver + Send)) {
         let Some(node) = self.nodes.get(id).cloned() else { return };
         let n = child.questions.len();
         let child_id = |i: usize| format!("{id}.{i}");
@@ -195,7 +195,7 @@ impl Dag {
 
     /// Runs the graph to completion. `work` is called once per node visit; every node that is ready
     /// at the same time runs concurrently. Returns when no node can run any more.
-    pub async fn execute<F, Fut>(&mut self, work: F, observer: &mut dyn GraphObserver)
+    pub async fn execute<F, Fut>(&mut self, work: F, observer: &mut (dyn GraphObserver + Send))
     where
         F: Fn(NodeTask) -> Fut,
         Fut: Future<Output = NodeOutcome>,
