@@ -15,7 +15,7 @@ use crate::error::{ReasonError, Result};
 
 /// Limits on one question's work. Exceeding one never fails the question: the strategy answers
 /// best-effort from what it has and the trace says so.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Budget {
     /// Graph expansions (node decompositions) allowed per question (ToQD's `r_max`).
