@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hopwise_core::text::word_count;
 use hopwise_core::{
-    ChatMessage, ChatRequest, ChatResponse, Embedder, Error, EventKind, GenParams, Llm, Nli, Passage, Prompts,
+    BackendErrorKind, ChatMessage, ChatRequest, ChatResponse, Embedder, Error, EventKind, GenParams, Llm, Nli, Passage, Prompts,
     Recorder, Retriever,
 };
 use serde::{Deserialize, Serialize};
@@ -47,6 +47,9 @@ pub struct Ctx {
     pub params: GenParams,
     expansions: AtomicU32,
     llm_calls: AtomicU64,
+    /// Set when the model backend failed in a way that will not heal within this question
+    /// (unreachable, rejected, persistently failing after its own retries): later calls fail fast.
+    backend_down: std::sync::OnceLock<String>,
 }
 
 impl Ctx {
@@ -64,6 +67,7 @@ impl Ctx {
             params: GenParams::default(),
             expansions: AtomicU32::new(0),
             llm_calls: AtomicU64::new(0),
+            backend_down: std::sync::OnceLock::new(),
         }
     }
 
@@ -106,6 +110,9 @@ impl Ctx {
     /// Sends one user prompt (after the configured system message) and meters the call.
     /// `purpose` names the step (`decompose`, `self_verify`, …) in the trace.
     pub async fn chat(&self, purpose: &str, node: Option<&str>, prompt: String, params: GenParams) -> Result<ChatResponse> {
+        if let Some(why) = self.backend_down.get() {
+            return Err(Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")).into());
+        }
         let used = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         if used >= self.budget.max_llm_calls {
             return Err(Error::Budget(format!("max_llm_calls = {} reached", self.budget.max_llm_calls)).into());
@@ -142,6 +149,9 @@ impl Ctx {
                 (kind, Ok(resp))
             }
             Err(e) => {
+                if e.backend_kind().is_some_and(|k| k != BackendErrorKind::Malformed && k != BackendErrorKind::Unsupported) {
+                    let _ = self.backend_down.set(e.to_string());
+                }
                 self.rec.with_stats(|s| s.llm_calls += 1);
                 let kind = EventKind::LlmCall {
                     purpose: purpose.to_string(),
