@@ -25,9 +25,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use hopwise_core::text::split_sentences;
 use hopwise_core::{Decision, Error as CoreError, GenParams, Nli, NodeTrace, Passage};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::ctx::{format_passages, Ctx};
@@ -36,143 +34,17 @@ use crate::nli_judge::{entailment_matrix, LlmNli};
 use crate::strategy::{Answer, Strategy};
 use crate::uncertainty::{jaccard_matrix, nli_similarity, num_semantic_sets, Estimator, Matrix};
 
-/// Most samples per step: the estimators' eigen-solver and the NLI cost (`n(n−1)` judgements) are
-/// sized for small `n`.
-pub const MAX_SAMPLES: u32 = 20;
+mod options;
+mod protocol;
+
+pub use options::{
+    AlwaysRetrieveOptions, FlareInstructOptions, QuerySource, Similarity, UarOptions, UncertaintyGate, MAX_SAMPLES,
+};
+use protocol::clean_query;
+pub use protocol::{first_sentence, parse_answer_marker, parse_search_request};
+
 /// Longest sentence a step may generate, in tokens.
 const SENTENCE_MAX_TOKENS: u32 = 64;
-
-/// Which similarity feeds EigV and Eccentricity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Similarity {
-    Jaccard,
-    Nli,
-}
-
-/// What always-retrieve searches with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum QuerySource {
-    /// The temporary sentence itself (FLARE's direct query).
-    Sentence,
-    /// A generated sub-query for the missing fact.
-    Subquery,
-}
-
-/// Options of `uar`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct UarOptions {
-    pub uncertainty: Estimator,
-    /// Retrieve when `U > threshold`. Default: the paper's value for the estimator
-    /// (deg-jaccard 0.4, deg-nli 0.5, ecc 2, numsets 2; eigv 2, see [`Estimator::default_threshold`]).
-    pub threshold: Option<f64>,
-    /// Samples per step (≥ 2). Default 5; for `ecc` 10, because with `n` samples Eccentricity is
-    /// at most `√(n − 1)`, so with 5 it could never exceed the paper's θ = 2.
-    pub samples: Option<u32>,
-    /// Similarity for `eigv` and `ecc` (the others fix it). Default `jaccard`: LM-Polygraph defaults
-    /// to NLI with a fast cross-encoder, but with an LLM judge that is `n(n−1)` calls per sentence.
-    pub similarity: Option<Similarity>,
-    pub max_steps: u32,
-    /// Temperature of the `n` samples (the temporary sentence uses the context's defaults).
-    pub sample_temperature: f32,
-    /// Retrieve once with the question before the first sentence (FLARE does; off by default).
-    pub initial_retrieval: bool,
-}
-
-impl Default for UarOptions {
-    fn default() -> Self {
-        Self {
-            uncertainty: Estimator::default(),
-            threshold: None,
-            samples: None,
-            similarity: None,
-            max_steps: 6,
-            sample_temperature: 1.0,
-            initial_retrieval: false,
-        }
-    }
-}
-
-/// Options of `always-retrieve` and `always-retrieve-subquery`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AlwaysRetrieveOptions {
-    /// Default: `sentence` for `always-retrieve`, `subquery` for `always-retrieve-subquery`.
-    pub query: Option<QuerySource>,
-    pub max_steps: u32,
-    pub initial_retrieval: bool,
-}
-
-impl Default for AlwaysRetrieveOptions {
-    fn default() -> Self {
-        Self { query: None, max_steps: 6, initial_retrieval: false }
-    }
-}
-
-/// Options of `flare-instruct`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FlareInstructOptions {
-    pub max_steps: u32,
-    pub initial_retrieval: bool,
-}
-
-impl Default for FlareInstructOptions {
-    fn default() -> Self {
-        Self { max_steps: 6, initial_retrieval: false }
-    }
-}
-
-/// The resolved, validated uncertainty gate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct UncertaintyGate {
-    pub estimator: Estimator,
-    pub threshold: f64,
-    pub samples: u32,
-    pub similarity: Similarity,
-    pub sample_temperature: f32,
-}
-
-impl UncertaintyGate {
-    pub fn from_options(o: &UarOptions) -> Result<Self> {
-        let invalid = |m: String| Err(ReasonError::InvalidOption(format!("strategy `uar`: {m}")));
-        let estimator = o.uncertainty;
-        let samples = o.samples.unwrap_or(if estimator == Estimator::Ecc { 10 } else { 5 });
-        if samples < 2 {
-            return invalid(format!("samples = {samples}: uncertainty needs at least 2 samples to compare"));
-        }
-        if samples > MAX_SAMPLES {
-            return invalid(format!("samples = {samples}: at most {MAX_SAMPLES} are supported"));
-        }
-        let similarity = match (estimator, o.similarity) {
-            (Estimator::Eigv | Estimator::Ecc, s) => s.unwrap_or(Similarity::Jaccard),
-            (_, Some(_)) => {
-                return invalid(format!(
-                    "`similarity` applies to eigv and ecc only; {estimator} fixes its own similarity"
-                ))
-            }
-            (Estimator::DegJaccard, None) => Similarity::Jaccard,
-            (Estimator::DegNli | Estimator::Numsets, None) => Similarity::Nli,
-        };
-        let threshold = o.threshold.unwrap_or(estimator.default_threshold());
-        let max = estimator.max_value(samples as usize);
-        if !threshold.is_finite() || threshold < 0.0 {
-            return invalid(format!("threshold = {threshold}: must be a finite number ≥ 0"));
-        }
-        if threshold >= max {
-            return invalid(format!(
-                "threshold = {threshold}: {estimator} is at most {max:.3} with {samples} samples, so it could never \
-                 exceed the threshold; lower it or raise `samples`"
-            ));
-        }
-        if !(o.sample_temperature > 0.0 && o.sample_temperature <= 2.0) {
-            return invalid(format!("sample_temperature = {}: must be in (0, 2]", o.sample_temperature));
-        }
-        Ok(Self { estimator, threshold, samples, similarity, sample_temperature: o.sample_temperature })
-    }
-}
 
 #[derive(Debug, Clone)]
 enum Gate {
@@ -591,69 +463,6 @@ impl Run<'_> {
             }
         }
     }
-}
-
-// ------------------------------------------------------------------------------------ parsing
-
-/// The first sentence of a reply: the first non-empty line, without a leading label such as
-/// `Next sentence:` or a list bullet, cut at the first sentence boundary.
-pub fn first_sentence(reply: &str) -> String {
-    let Some(line) = reply.lines().map(str::trim).find(|l| !l.is_empty()) else { return String::new() };
-    let mut line = line.trim_start_matches(['-', '*', '•', ' ']);
-    for label in ["next sentence:", "next step:", "next:", "sentence:"] {
-        if line.len() >= label.len()
-            && line.is_char_boundary(label.len())
-            && line[..label.len()].eq_ignore_ascii_case(label)
-        {
-            line = line[label.len()..].trim_start();
-        }
-    }
-    let line = line.trim_matches(|c: char| c == '"' || c.is_whitespace());
-    split_sentences(line).into_iter().next().unwrap_or_default()
-}
-
-/// The answer after the marker `the answer is` (case-insensitive, e.g. `So the answer is: Paris.`),
-/// or after a leading `Answer:`. Trailing full stops, quotes and emphasis are dropped.
-pub fn parse_answer_marker(text: &str) -> Option<String> {
-    let lower = text.to_lowercase();
-    let rest = if let Some(p) = lower.rfind("the answer is") {
-        &text[p + "the answer is".len()..]
-    } else if lower.trim_start().starts_with("answer:") {
-        let start = text.len() - text.trim_start().len();
-        &text[start + "answer:".len()..]
-    } else {
-        return None;
-    };
-    let answer = rest
-        .trim_start_matches(|c: char| c == ':' || c == '-' || c.is_whitespace())
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim_end_matches(|c: char| matches!(c, '.' | '!' | '"' | '*' | '\'' | '`') || c.is_whitespace())
-        .trim_start_matches(|c: char| matches!(c, '"' | '*' | '\'' | '`') || c.is_whitespace());
-    (!answer.is_empty()).then(|| answer.to_string())
-}
-
-/// The query of a FLARE-instruct search request `[Search(query)]` (case-insensitive; a missing
-/// closing bracket is tolerated).
-pub fn parse_search_request(reply: &str) -> Option<String> {
-    let lower = reply.to_lowercase();
-    let start = lower.find("[search(")? + "[search(".len();
-    let rest = &reply[start..];
-    let end = rest.find(")]").or_else(|| rest.find(']')).or_else(|| rest.rfind(')')).unwrap_or(rest.len());
-    let query = clean_query(&rest[..end]);
-    (!query.is_empty()).then_some(query)
-}
-
-/// A query as the model wrote it, without a `Query:` label or quotes, on one line.
-fn clean_query(reply: &str) -> String {
-    let line = reply.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let line = if line.len() >= 6 && line.is_char_boundary(6) && line[..6].eq_ignore_ascii_case("query:") {
-        &line[6..]
-    } else {
-        line
-    };
-    line.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`')).trim().to_string()
 }
 
 #[cfg(test)]

@@ -430,6 +430,11 @@ fn parses_sentences_markers_and_search_requests() {
     assert_eq!(first_sentence("- J. R. R. Tolkien wrote it. Yes."), "J. R. R. Tolkien wrote it.");
     assert_eq!(first_sentence("\"So the answer is: Lyon.\""), "So the answer is: Lyon.");
     assert_eq!(first_sentence("   \n \n"), "");
+    assert_eq!(first_sentence("Next sentence:\n\nParis is in France."), "Paris is in France.");
+    assert_eq!(first_sentence("1. Paris is in France."), "Paris is in France.");
+    assert_eq!(first_sentence("1984 was the year. Then"), "1984 was the year.");
+    assert_eq!(first_sentence("Step 2: Lyon is big."), "Lyon is big.");
+    assert_eq!(first_sentence("Steps so far: none"), "Steps so far: none");
     assert_eq!(first_sentence("Ünïcode first. second"), "Ünïcode first.");
 
     assert_eq!(parse_answer_marker("So the answer is: Lyon."), Some("Lyon".into()));
@@ -444,4 +449,32 @@ fn parses_sentences_markers_and_search_requests() {
     assert_eq!(parse_search_request("[Search(Who is Z?"), Some("Who is Z?".into()));
     assert_eq!(parse_search_request("[Search()]"), None);
     assert_eq!(parse_search_request("no request here"), None);
+}
+
+/// A backend that ignores `n` and always returns one choice.
+struct OneChoice(ScriptedLlm);
+
+#[async_trait]
+impl hopwise_core::Llm for OneChoice {
+    fn name(&self) -> &str {
+        "one-choice"
+    }
+    async fn chat(&self, request: &hopwise_core::ChatRequest) -> hopwise_core::Result<hopwise_core::ChatResponse> {
+        let mut single = request.clone();
+        single.params.n = 1;
+        self.0.chat(&single).await
+    }
+}
+
+#[tokio::test]
+async fn a_backend_that_ignores_n_is_asked_for_the_rest() {
+    let script = ScriptedLlm::new().on(NEXT, "So the answer is: Lyon.");
+    let ctx = Ctx::new(Arc::new(OneChoice(script.clone())), Arc::new(Prompts::default()), Recorder::new("Q?", "uar"))
+        .with_retriever(Some(Arc::new(RecordingRetriever::default())));
+    let s = build("uar", &StrategyOptions::default()).expect("valid");
+    let trace = run(s.as_ref(), &ctx, "Q?").await.expect("trace");
+    assert_eq!(extra(&trace, "1", "samples").as_array().map(Vec::len), Some(5));
+    // One temporary sentence plus five one-choice sample requests.
+    assert_eq!(script.calls().len(), 6);
+    assert_eq!(trace.answer, "Lyon");
 }
