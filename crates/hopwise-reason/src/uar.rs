@@ -153,7 +153,13 @@ impl Strategy for DynamicRetrieval {
         let mut last_step = None;
         let outcome: Result<()> = async {
             if self.initial_retrieval {
-                run.passages = ctx.retrieve(None, question, ctx.k).await?;
+                match ctx.retrieve(None, question, ctx.k).await {
+                    Ok(passages) => run.passages = passages,
+                    Err(ReasonError::Core(e)) => {
+                        ctx.rec.note(format!("initial retrieval failed ({e}); going on without"))
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             for step in 1..=self.max_steps {
                 let sentence = self.step(&mut run, step).await?;
@@ -188,6 +194,18 @@ impl Strategy for DynamicRetrieval {
         };
         Ok(Answer { text, rationale })
     }
+}
+
+/// The non-empty sample with the largest similarity degree (first on ties).
+fn most_central(samples: &[String], w: &Matrix) -> Option<String> {
+    let degree = |i: usize| (0..w.n()).map(|j| w.get(i, j)).sum::<f64>();
+    (0..samples.len().min(w.n()))
+        .filter(|&i| !samples[i].trim().is_empty())
+        .fold(None, |best: Option<usize>, i| match best {
+            Some(b) if degree(b) >= degree(i) => Some(b),
+            _ => Some(i),
+        })
+        .map(|i| samples[i].clone())
 }
 
 /// Backend and budget failures end the loop with a best-effort answer; template and configuration
@@ -248,7 +266,14 @@ impl DynamicRetrieval {
                     let query = run.subquery(&id).await?;
                     run.retrieve_and_regenerate(&id, temporary, query, detail).await?
                 } else {
-                    StepRecord { sentence: temporary.clone(), temporary, query: None, retrieved: None, detail }
+                    // A near-greedy call can come back empty while the samples agree on a sentence:
+                    // accept the most central sample then rather than end the answer.
+                    let sentence = if temporary.is_empty() {
+                        most_central(&samples, &estimate.similarity).unwrap_or_default()
+                    } else {
+                        temporary.clone()
+                    };
+                    StepRecord { sentence, temporary, query: None, retrieved: None, detail }
                 }
             }
             Gate::Always(source) => {

@@ -478,3 +478,26 @@ async fn a_backend_that_ignores_n_is_asked_for_the_rest() {
     assert_eq!(script.calls().len(), 6);
     assert_eq!(trace.answer, "Lyon");
 }
+
+#[tokio::test]
+async fn an_empty_temporary_sentence_gives_way_to_the_agreeing_samples() {
+    // Choice 0 is empty: so is the near-greedy call (n = 1) and one of the five samples; the other
+    // four agree (U = 8/25 ≤ 0.4), so the step accepts their sentence.
+    let llm = ScriptedLlm::new().on_fn(NEXT, |p, i| {
+        let sentence = if first_step(p) { "Film X was directed by Jane Doe." } else { "So the answer is: Lyon." };
+        if i == 0 {
+            String::new()
+        } else {
+            sentence.to_string()
+        }
+    });
+    let retriever = Arc::new(RecordingRetriever { fail: true, ..Default::default() });
+    let opts = serde_json::json!({ "initial_retrieval": true });
+    let trace = answer("uar", opts, &llm, retriever.clone(), None).await;
+    assert_eq!(trace.node("1").and_then(|n| n.answer.clone()).as_deref(), Some("Film X was directed by Jane Doe."));
+    assert_eq!(extra(&trace, "1", "temporary"), "");
+    assert_eq!(extra(&trace, "1", "decision"), "accept");
+    assert!(trace.notes.iter().any(|n| n.contains("initial retrieval failed")), "{:?}", trace.notes);
+    assert_eq!(retriever.queries().len(), 1);
+    assert_eq!(trace.answer, "Lyon");
+}
