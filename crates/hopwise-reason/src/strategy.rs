@@ -45,6 +45,10 @@ impl StrategyOptions {
 pub const CATALOG: &[(&str, &str)] = &[
     ("toqd", "ToQD: decompose, critique, construct a topology graph, resolve nodes with self-verification and retrieval"),
     ("toqd-noir", "ToQD without retrieval: a node that says NO! is decomposed directly"),
+    ("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)"),
+    ("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query"),
+    ("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query"),
+    ("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]"),
 ];
 
 /// Builds a strategy by name.
@@ -52,6 +56,16 @@ pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>>
     Ok(match name {
         "toqd" => Box::new(crate::toqd::Toqd::new(options.parse("toqd")?, true)),
         "toqd-noir" => Box::new(crate::toqd::Toqd::new(options.parse("toqd-noir")?, false)),
+        "uar" => Box::new(crate::uar::DynamicRetrieval::uar(&options.parse("uar")?)?),
+        "always-retrieve" => Box::new(crate::uar::DynamicRetrieval::always_retrieve(
+            "always-retrieve",
+            &options.parse("always-retrieve")?,
+        )?),
+        "always-retrieve-subquery" => Box::new(crate::uar::DynamicRetrieval::always_retrieve(
+            "always-retrieve-subquery",
+            &options.parse("always-retrieve-subquery")?,
+        )?),
+        "flare-instruct" => Box::new(crate::uar::DynamicRetrieval::flare_instruct(&options.parse("flare-instruct")?)?),
         other => return Err(ReasonError::UnknownStrategy(other.to_string())),
     })
 }
