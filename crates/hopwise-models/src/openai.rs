@@ -379,7 +379,7 @@ impl OpenAiLlm {
         }
         if !status.is_success() {
             return Err(Failure {
-                kind: status_kind(status),
+                kind: failure_kind(status, &bytes),
                 message: format!("HTTP {status}: {}", snippet(&bytes)),
                 retry_after,
             });
@@ -508,6 +508,24 @@ fn positive_secs(secs: f64, field: &str) -> Result<Duration> {
     }
 }
 
+/// The kind of a non-2xx answer. A prompt longer than the context window is `Unsupported` rather than
+/// `Rejected`, so callers can tell "shorten the prompt" from "fix the request"; servers word it
+/// differently (llama.cpp: "exceeds the available context size"; OpenAI and vLLM: "maximum context
+/// length").
+fn failure_kind(status: StatusCode, body: &[u8]) -> BackendErrorKind {
+    let kind = status_kind(status);
+    if kind == BackendErrorKind::Rejected {
+        let text = String::from_utf8_lossy(body).to_lowercase();
+        let too_long = text.contains("context_length_exceeded")
+            || text.contains("maximum context length")
+            || (text.contains("context") && text.contains("exceed"));
+        if too_long {
+            return BackendErrorKind::Unsupported;
+        }
+    }
+    kind
+}
+
 fn status_kind(status: StatusCode) -> BackendErrorKind {
     match status.as_u16() {
         429 => BackendErrorKind::RateLimited,
@@ -616,6 +634,27 @@ mod tests {
         assert_eq!(
             status_kind(StatusCode::BAD_REQUEST),
             BackendErrorKind::Rejected
+        );
+    }
+
+    #[test]
+    fn context_overflow_is_unsupported_not_rejected() {
+        let llama = br#"{"error":{"code":400,"message":"request (3031 tokens) exceeds the available context size (1024 tokens), try increasing it","type":"exceed_context_size_error"}}"#;
+        let openai = br#"{"error":{"message":"This model's maximum context length is 8192 tokens.","code":"context_length_exceeded"}}"#;
+        for body in [&llama[..], &openai[..]] {
+            assert_eq!(
+                failure_kind(StatusCode::BAD_REQUEST, body),
+                BackendErrorKind::Unsupported
+            );
+        }
+        let other = br#"{"error":{"message":"Expected 'messages' to be an array"}}"#;
+        assert_eq!(
+            failure_kind(StatusCode::BAD_REQUEST, other),
+            BackendErrorKind::Rejected
+        );
+        assert_eq!(
+            failure_kind(StatusCode::BAD_GATEWAY, llama),
+            BackendErrorKind::Server
         );
     }
 

@@ -111,7 +111,7 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<ChatResponse, String> {
     })
 }
 
-/// The candidates for the first generated token; just the chosen token when no alternatives came back.
+/// The candidates for the first generated token, the chosen one always among them.
 fn first_token_logprobs(value: serde_json::Value) -> Vec<(String, f32)> {
     let Ok(logprobs) = serde_json::from_value::<WireLogprobs>(value) else {
         return Vec::new();
@@ -122,15 +122,17 @@ fn first_token_logprobs(value: serde_json::Value) -> Vec<(String, f32)> {
     else {
         return Vec::new();
     };
-    if first.top_logprobs.is_empty() {
-        vec![(first.token, first.logprob)]
-    } else {
-        first
-            .top_logprobs
-            .into_iter()
-            .map(|t| (t.token, t.logprob))
-            .collect()
+    let mut candidates: Vec<(String, f32)> = first
+        .top_logprobs
+        .into_iter()
+        .map(|t| (t.token, t.logprob))
+        .collect();
+    // llama.cpp reports alternatives from before grammar constraints, which may leave out the token it
+    // actually chose; keep the chosen one in the list so callers can always find it.
+    if !candidates.iter().any(|(token, _)| *token == first.token) {
+        candidates.push((first.token, first.logprob));
     }
+    candidates
 }
 
 #[cfg(test)]
@@ -205,6 +207,14 @@ mod tests {
         assert_eq!(
             parse_response(only_chosen).unwrap().choices[0].top_logprobs,
             vec![("x".to_string(), -1.0)]
+        );
+
+        let chosen_outside_top =
+            br#"{"choices":[{"message":{"content":"no"},"logprobs":{"content":[
+            {"token":"n","logprob":-6.3,"top_logprobs":[{"token":"I","logprob":-2.2}]}]}}]}"#;
+        assert_eq!(
+            parse_response(chosen_outside_top).unwrap().choices[0].top_logprobs,
+            vec![("I".to_string(), -2.2), ("n".to_string(), -6.3)]
         );
 
         let odd = br#"{"choices":[{"message":{"content":"x"},"logprobs":{"content":"weird"}}]}"#;

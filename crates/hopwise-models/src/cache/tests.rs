@@ -224,7 +224,7 @@ async fn readers_never_see_a_partial_entry_while_writers_replace_it() {
     let cache = Arc::new(DiskCache::new(dir.path()));
     let material = DiskCache::canonical(&serde_json::json!({"k": "contended"})).unwrap();
     // Large values make a torn read likely if writes were not atomic.
-    let value_of = |i: usize| vec![format!("{i:04}"); 50_000];
+    let value_of = |i: usize| vec![format!("{i:04}"); 20_000];
     cache.put(&material, &value_of(0)).await.unwrap();
 
     let writers: Vec<_> = (1..=16)
@@ -243,7 +243,7 @@ async fn readers_never_see_a_partial_entry_while_writers_replace_it() {
                     .await
                     .unwrap()
                     .expect("entry vanished mid-replace");
-                assert_eq!(value.len(), 50_000);
+                assert_eq!(value.len(), 20_000);
                 assert!(value.iter().all(|v| v == &value[0]), "mixed entry");
                 reads += 1;
                 tokio::task::yield_now().await;
