@@ -248,7 +248,8 @@ impl Toqd {
                 &[("passages", &format_passages(&passages)), ("question", &question)],
             )
             .await?;
-        let answer = parse::clean_answer(&reply);
+        // Even forced, a model may still decline: keep no answer rather than the sentinel.
+        let answer = if parse::is_unanswered(&reply) { String::new() } else { parse::clean_answer(&reply) };
         ctx.rec.update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
