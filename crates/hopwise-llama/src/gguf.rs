@@ -32,20 +32,34 @@ pub struct GgufSummary {
 /// Checks that `path` exists, is a GGUF file and is not truncated.
 pub fn validate(path: &Path) -> Result<GgufSummary> {
     let file = File::open(path).map_err(|err| match err.kind() {
-        std::io::ErrorKind::NotFound => LlamaError::MissingFile { path: path.to_path_buf() },
+        std::io::ErrorKind::NotFound => LlamaError::MissingFile {
+            path: path.to_path_buf(),
+        },
         _ => LlamaError::io(format!("opening {}", path.display()), err),
     })?;
     let file_size = file
         .metadata()
         .map_err(|err| LlamaError::io(format!("reading metadata of {}", path.display()), err))?
         .len();
-    let mut reader = HeaderReader { inner: BufReader::with_capacity(1 << 16, file), position: 0 };
-    let not_gguf = |reason: String| LlamaError::NotGguf { path: path.to_path_buf(), reason };
-    let truncated = |needed: u64| LlamaError::Truncated { path: path.to_path_buf(), actual: file_size, needed };
+    let mut reader = HeaderReader {
+        inner: BufReader::with_capacity(1 << 16, file),
+        position: 0,
+    };
+    let not_gguf = |reason: String| LlamaError::NotGguf {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let truncated = |needed: u64| LlamaError::Truncated {
+        path: path.to_path_buf(),
+        actual: file_size,
+        needed,
+    };
 
     let mut magic = [0u8; 4];
     if reader.read_exact(&mut magic).is_err() || &magic != MAGIC {
-        return Err(not_gguf("the file does not start with the GGUF magic bytes".into()));
+        return Err(not_gguf(
+            "the file does not start with the GGUF magic bytes".into(),
+        ));
     }
     let header = parse_header(&mut reader).map_err(|failure| match failure {
         HeaderFailure::Eof => truncated(reader.position + 1),
@@ -112,14 +126,18 @@ impl<R: Read> HeaderReader<R> {
     fn count(&mut self, what: &str) -> HeaderResult<u64> {
         let value = self.u64()?;
         if value > MAX_COUNT {
-            return Err(HeaderFailure::Corrupt(format!("implausible {what} count {value}")));
+            return Err(HeaderFailure::Corrupt(format!(
+                "implausible {what} count {value}"
+            )));
         }
         Ok(value)
     }
     fn string(&mut self) -> HeaderResult<String> {
         let len = self.u64()?;
         if len > MAX_STRING {
-            return Err(HeaderFailure::Corrupt(format!("implausible string length {len}")));
+            return Err(HeaderFailure::Corrupt(format!(
+                "implausible string length {len}"
+            )));
         }
         let mut bytes = vec![0u8; len as usize];
         self.read_exact(&mut bytes)?;
@@ -164,7 +182,9 @@ fn read_value<R: Read>(reader: &mut HeaderReader<R>, value_type: u32) -> HeaderR
                     reader.skip(item_len)?;
                 }
             } else {
-                return Err(HeaderFailure::Corrupt(format!("unsupported array item type {item_type}")));
+                return Err(HeaderFailure::Corrupt(format!(
+                    "unsupported array item type {item_type}"
+                )));
             }
             Ok(MetaValue::Other)
         }
@@ -172,7 +192,9 @@ fn read_value<R: Read>(reader: &mut HeaderReader<R>, value_type: u32) -> HeaderR
         10 => Ok(MetaValue::Integer(reader.u64()?)),
         other => match scalar_width(other) {
             Some(width) => reader.skip(width).map(|_| MetaValue::Other),
-            None => Err(HeaderFailure::Corrupt(format!("unknown metadata type {other}"))),
+            None => Err(HeaderFailure::Corrupt(format!(
+                "unknown metadata type {other}"
+            ))),
         },
     }
 }
@@ -180,7 +202,9 @@ fn read_value<R: Read>(reader: &mut HeaderReader<R>, value_type: u32) -> HeaderR
 fn parse_header<R: Read>(reader: &mut HeaderReader<R>) -> HeaderResult<ParsedHeader> {
     let version = reader.u32()?;
     if !(2..=3).contains(&version) {
-        return Err(HeaderFailure::Corrupt(format!("unsupported GGUF version {version}")));
+        return Err(HeaderFailure::Corrupt(format!(
+            "unsupported GGUF version {version}"
+        )));
     }
     let tensor_count = reader.count("tensor")?;
     let metadata_count = reader.count("metadata")?;
@@ -200,7 +224,9 @@ fn parse_header<R: Read>(reader: &mut HeaderReader<R>) -> HeaderResult<ParsedHea
         let _name = reader.string()?;
         let n_dims = reader.u32()?;
         if n_dims > MAX_DIMS {
-            return Err(HeaderFailure::Corrupt(format!("tensor with {n_dims} dimensions")));
+            return Err(HeaderFailure::Corrupt(format!(
+                "tensor with {n_dims} dimensions"
+            )));
         }
         let mut elements = 1u64;
         for _ in 0..n_dims {
@@ -212,7 +238,10 @@ fn parse_header<R: Read>(reader: &mut HeaderReader<R>) -> HeaderResult<ParsedHea
         let size = tensor_bytes(tensor_type, elements).unwrap_or(0);
         data_end = data_end.max(offset.saturating_add(size));
     }
-    let data_start = reader.position.div_ceil(alignment).saturating_mul(alignment);
+    let data_start = reader
+        .position
+        .div_ceil(alignment)
+        .saturating_mul(alignment);
     Ok(ParsedHeader {
         version,
         tensor_count,
@@ -225,26 +254,26 @@ fn parse_header<R: Read>(reader: &mut HeaderReader<R>) -> HeaderResult<ParsedHea
 /// Bytes taken by `elements` values of a ggml tensor type: (elements per block, bytes per block).
 fn tensor_bytes(tensor_type: u32, elements: u64) -> Option<u64> {
     let (block, bytes) = match tensor_type {
-        0 => (1, 4),        // F32
-        1 | 30 => (1, 2),   // F16, BF16
-        2 => (32, 18),      // Q4_0
-        3 => (32, 20),      // Q4_1
-        6 => (32, 22),      // Q5_0
-        7 => (32, 24),      // Q5_1
-        8 => (32, 34),      // Q8_0
-        9 => (32, 36),      // Q8_1
-        10 => (256, 84),    // Q2_K
-        11 => (256, 110),   // Q3_K
-        12 => (256, 144),   // Q4_K
-        13 => (256, 176),   // Q5_K
-        14 => (256, 210),   // Q6_K
-        15 => (256, 292),   // Q8_K
-        20 => (32, 18),     // IQ4_NL
-        23 => (256, 136),   // IQ4_XS
-        24 => (1, 1),       // I8
-        25 => (1, 2),       // I16
-        26 => (1, 4),       // I32
-        27 | 28 => (1, 8),  // I64, F64
+        0 => (1, 4),       // F32
+        1 | 30 => (1, 2),  // F16, BF16
+        2 => (32, 18),     // Q4_0
+        3 => (32, 20),     // Q4_1
+        6 => (32, 22),     // Q5_0
+        7 => (32, 24),     // Q5_1
+        8 => (32, 34),     // Q8_0
+        9 => (32, 36),     // Q8_1
+        10 => (256, 84),   // Q2_K
+        11 => (256, 110),  // Q3_K
+        12 => (256, 144),  // Q4_K
+        13 => (256, 176),  // Q5_K
+        14 => (256, 210),  // Q6_K
+        15 => (256, 292),  // Q8_K
+        20 => (32, 18),    // IQ4_NL
+        23 => (256, 136),  // IQ4_XS
+        24 => (1, 1),      // I8
+        25 => (1, 2),      // I16
+        26 => (1, 4),      // I32
+        27 | 28 => (1, 8), // I64, F64
         _ => return None,
     };
     Some(elements.div_ceil(block).saturating_mul(bytes))
@@ -317,18 +346,30 @@ mod tests {
     fn reports_a_file_cut_inside_the_header() {
         let bytes = tiny_gguf(10);
         let file = write_temp(&bytes[..30]);
-        assert!(matches!(validate(file.path()), Err(LlamaError::Truncated { .. })));
+        assert!(matches!(
+            validate(file.path()),
+            Err(LlamaError::Truncated { .. })
+        ));
     }
 
     #[test]
     fn rejects_other_files_and_missing_ones() {
         let file = write_temp(b"<html>not a model</html>");
-        assert!(matches!(validate(file.path()), Err(LlamaError::NotGguf { .. })));
+        assert!(matches!(
+            validate(file.path()),
+            Err(LlamaError::NotGguf { .. })
+        ));
         let mut garbage = tiny_gguf(1);
         garbage[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
         let file = write_temp(&garbage);
-        assert!(matches!(validate(file.path()), Err(LlamaError::NotGguf { .. })));
+        assert!(matches!(
+            validate(file.path()),
+            Err(LlamaError::NotGguf { .. })
+        ));
         let missing = Path::new("/nonexistent/hopwise/model.gguf");
-        assert!(matches!(validate(missing), Err(LlamaError::MissingFile { .. })));
+        assert!(matches!(
+            validate(missing),
+            Err(LlamaError::MissingFile { .. })
+        ));
     }
 }
