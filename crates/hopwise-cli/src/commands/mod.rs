@@ -3,6 +3,7 @@
 mod ask;
 mod index;
 mod info;
+mod setup;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,6 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Prompts(args) => info::prompts(&config, args.name.as_deref()),
         Command::Config => info::config(&config),
         Command::Index(args) => index::run(&config, args),
-        Command::Setup(_) => anyhow::bail!("not wired yet"),
+        Command::Setup(args) => setup::run(&config, args),
     }
 }
