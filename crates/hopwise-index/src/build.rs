@@ -212,7 +212,7 @@ pub fn build_index(
         report.passages_indexed += passages.len() as u64;
 
         let file_changed = corpus.current_file() != last_file.as_deref();
-        if file_changed || report.documents % PROGRESS_EVERY == 0 {
+        if file_changed || report.documents.is_multiple_of(PROGRESS_EVERY) {
             last_file = corpus.current_file().map(Path::to_path_buf);
             progress(snapshot(&corpus, &report, IndexPhase::Reading));
         }
