@@ -25,7 +25,7 @@ struct Question {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let title_boost = parse_title_boost()?;
-    let data = data_dir();
+    let data = data_dir().canonicalize()?;
     let mut corpora: Vec<PathBuf> = std::fs::read_dir(&data)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {

@@ -172,7 +172,8 @@ pub fn build_index(
     let mut writer: IndexWriter<TantivyDocument> = opened
         .index
         .writer_with_num_threads(opts.writer_threads, opts.writer_heap_bytes)?;
-    // Passages added per document id during this build, to count in-build replacements.
+    // Passages added per document id during this build, to count in-build replacements (ids only:
+    // a few dozen bytes per document, not the text).
     let mut added: HashMap<String, u64> = HashMap::new();
     let snapshot = |corpus: &CorpusReader, report: &IndexReport, phase| IndexProgress {
         phase,
