@@ -1,0 +1,440 @@
+//! HGOT — Hierarchical Graph of Thoughts (METHODS.md §3).
+//!
+//! ```text
+//! TRAVERSE(q, depth):
+//!     a, CI, CTX_q = PROBE(q)                 retrieve; m cited thoughts in one request; weighted vote
+//!     if depth ≥ max_depth: return            (checked before PLAN so a leaf costs no planning call)
+//!     G = PLAN(q, CTX_q) → SELF-REFLECT → FORMALIZE → repaired DAG of steps
+//!     if G has no steps, or one step close to q: return      (STOP)
+//!     CTX_G = SEARCH(G, depth + 1)            executor: topological order, independent steps together,
+//!                                             each dependent step REWRITTEN with its dependencies' answers
+//!     return INFER(q, CTX_q ∪ CTX_G)          top-K passages by σ; m thoughts; weighted vote
+//! ```
+//! Thoughts are weighed by citation quality, `ρ = α + β·REC + γ·PREC` ([`citations`], [`vote`]);
+//! every Probe/Infer updates the passage scores `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]`, starting from
+//! the search engine's scores divided by the round's best ([`vote::initial_scores`]).
+//!
+//! Trace: the question is node `Q` (layer 0); its steps are `1`, `2`, … (layer 1), theirs `2.1`, …;
+//! `parents` and edges carry the dependencies, steps nobody depends on feed their parent. Each
+//! node's `extra` holds `layer`, `step`, `probe` / `infer` (per-sample thought, answer, REC, PREC,
+//! ρ and statements; the vote table; CI; ν̄), `plan` (replies, steps, edges and where they came
+//! from) and `stop`. The trace's `extra` holds the options, the NLI judge, the STOP similarity and
+//! `sigma_history` (one entry per σ value: node, stage, passage, σ before, ν̄, CI, σ after).
+//! `stats.nli_calls` counts judgements.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use hopwise_core::trace::SINK;
+use hopwise_core::{Decision, Error as CoreError, NodeTrace, Passage};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::error::{ReasonError, Result};
+use crate::executor::{Dag, NodeOutcome, NodeTask};
+use crate::nli_judge::LlmNli;
+use crate::strategy::{Answer, Strategy};
+
+pub mod citations;
+pub mod demos;
+mod fewshot;
+pub mod options;
+mod planning;
+pub mod steps;
+mod thinking;
+pub mod vote;
+
+pub use citations::{parse_thought, score_citations, split_statements, CitationScore, Judge, Statement, Thought};
+pub use options::{DemoSelection, HgotOptions};
+pub use steps::{
+    dependency_text, parse_dependency_sentences, parse_formal_edges, parse_steps, repair_dependencies, Dependencies,
+    Steps,
+};
+pub use vote::{initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote};
+
+use demos::DemoPool;
+
+/// The `hgot` strategy. Build with [`Hgot::new`]; one value answers many questions.
+pub struct Hgot {
+    opts: HgotOptions,
+    pool: Option<DemoPool>,
+    /// Pool question embeddings, per embedder model, computed on first use.
+    pool_vectors: tokio::sync::Mutex<Option<(String, Arc<Vec<Vec<f32>>>)>>,
+}
+
+impl Hgot {
+    /// Validates the options and loads the demonstration pool, if any.
+    pub fn new(opts: HgotOptions) -> Result<Self> {
+        opts.validate()?;
+        let pool = match &opts.demonstrations {
+            Some(path) => {
+                let pool = DemoPool::load(path)
+                    .map_err(|e| ReasonError::InvalidOption(format!("strategy `hgot`: demonstrations: {e}")))?;
+                if pool.is_empty() {
+                    return Err(ReasonError::InvalidOption(format!(
+                        "strategy `hgot`: demonstrations: no usable example in {} ({} dropped by the filters)",
+                        path.display(),
+                        pool.dropped
+                    )));
+                }
+                Some(pool)
+            }
+            None => None,
+        };
+        Ok(Self { opts, pool, pool_vectors: tokio::sync::Mutex::new(None) })
+    }
+
+    pub fn options(&self) -> &HgotOptions {
+        &self.opts
+    }
+}
+
+/// A passage and its score σ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoredPassage {
+    pub passage: Passage,
+    pub sigma: f64,
+}
+
+/// What one traversal found.
+#[derive(Debug, Clone, Default)]
+struct Outcome {
+    answer: String,
+    confidence: f64,
+    /// Every passage collected under the node, with its latest σ.
+    passages: Vec<ScoredPassage>,
+    rationale: Option<String>,
+}
+
+/// A solved step of a SEARCH.
+struct StepOutcome {
+    question: String,
+    outcome: Outcome,
+}
+
+/// One question's state.
+struct Run<'a> {
+    hgot: &'a Hgot,
+    ctx: &'a Ctx,
+    judge: citations::Judge,
+    sigma_history: Mutex<Vec<Value>>,
+    stop_method: Mutex<Option<String>>,
+    demo_fallback_noted: AtomicBool,
+}
+
+/// Backend and budget failures degrade to a best-effort answer; template and configuration errors
+/// are the caller's to fix.
+fn degrades(e: &ReasonError) -> bool {
+    matches!(e, ReasonError::Core(CoreError::Backend { .. } | CoreError::Budget(_)))
+}
+
+/// Sets `extra[key] = value` on a node, making `extra` an object if needed.
+fn set_extra(node: &mut NodeTrace, key: &str, value: Value) {
+    if !node.extra.is_object() {
+        node.extra = json!({});
+    }
+    if let Some(map) = node.extra.as_object_mut() {
+        map.insert(key.to_string(), value);
+    }
+}
+
+/// Merges passage lists by id, keeping the higher σ; first-seen order.
+fn merge_passages(lists: impl IntoIterator<Item = ScoredPassage>) -> Vec<ScoredPassage> {
+    let mut merged: Vec<ScoredPassage> = Vec::new();
+    for p in lists {
+        match merged.iter_mut().find(|m| m.passage.id == p.passage.id) {
+            Some(m) if p.sigma > m.sigma => m.sigma = p.sigma,
+            Some(_) => {}
+            None => merged.push(p),
+        }
+    }
+    merged
+}
+
+impl Run<'_> {
+    fn stage(kind: &str, node: &str) -> String {
+        format!("{kind}:{node}")
+    }
+
+    fn child_id(parent: &str, i: usize) -> String {
+        if parent == SINK {
+            i.to_string()
+        } else {
+            format!("{parent}.{i}")
+        }
+    }
+
+    fn stop(&self, id: &str, reason: &str, detail: Value, probe: &Outcome) {
+        let answer = probe.answer.clone();
+        self.ctx.rec.update_node(id, |n| {
+            set_extra(n, "stop", json!({ "reason": reason, "detail": detail }));
+            n.decision = if answer.is_empty() { Decision::Unresolved } else { Decision::Retrieved };
+            n.answer = Some(answer);
+        });
+    }
+
+    /// TRAVERSE. Boxed because it recurses through SEARCH.
+    fn traverse(&self, question: String, id: String, depth: u32) -> BoxFuture<'_, Result<Outcome>> {
+        Box::pin(async move {
+            let probe = match self.probe(&question, &id).await {
+                Ok(p) => p,
+                Err(e) if degrades(&e) => {
+                    self.ctx.rec.best_effort(format!("node {id}: probe failed ({e})"));
+                    self.ctx.rec.update_node(&id, |n| {
+                        n.decision = Decision::Unresolved;
+                        n.best_effort = true;
+                        n.answer = Some(String::new());
+                    });
+                    return Ok(Outcome::default());
+                }
+                Err(e) => return Err(e),
+            };
+            let max_depth = self.hgot.opts.max_depth.min(self.ctx.budget.max_depth);
+            if depth >= max_depth {
+                self.stop(&id, "max_depth", json!({ "depth": depth, "max_depth": max_depth }), &probe);
+                return Ok(probe);
+            }
+            let plan = match self.plan(&question, &id, &probe.passages).await {
+                Ok(Some(plan)) => plan,
+                Ok(None) => {
+                    self.stop(&id, "no_steps", Value::Null, &probe);
+                    return Ok(probe);
+                }
+                Err(e) if degrades(&e) => {
+                    self.ctx.rec.best_effort(format!("node {id}: planning failed ({e}); kept the probe's answer"));
+                    self.stop(&id, "plan_failed", json!(e.to_string()), &probe);
+                    return Ok(probe);
+                }
+                Err(e) => return Err(e),
+            };
+            if plan.steps.len() == 1 {
+                let test = self.single_step_similarity(&question, &plan.steps.texts[0]).await;
+                if test.similarity >= test.threshold {
+                    self.stop(&id, "single_step", json!(test), &probe);
+                    return Ok(probe);
+                }
+                self.ctx.rec.update_node(&id, |n| set_extra(n, "stop", json!({ "reason": "continue", "detail": test })));
+            }
+            let solved = self.search(&id, depth, &plan).await?;
+            match self.infer(&question, &id, &probe, &solved).await {
+                Ok(outcome) => Ok(outcome),
+                Err(e) if degrades(&e) => {
+                    self.ctx.rec.best_effort(format!("node {id}: infer failed ({e}); kept the probe's answer"));
+                    let passages = merge_passages(
+                        probe.passages.iter().cloned().chain(solved.iter().flat_map(|s| s.outcome.passages.clone())),
+                    );
+                    self.stop(&id, "infer_failed", json!(e.to_string()), &probe);
+                    Ok(Outcome { passages, ..probe })
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// SEARCH: the plan's steps as a DAG run by the executor (independent steps concurrently);
+    /// each step with dependencies is rewritten with their answers, then traversed one layer down.
+    async fn search(&self, parent: &str, depth: u32, plan: &planning::Plan) -> Result<Vec<StepOutcome>> {
+        let rec = &self.ctx.rec;
+        let mut dag = Dag::new();
+        let mut children = Vec::new();
+        for (i, text) in plan.steps.texts.iter().enumerate().map(|(i, t)| (i + 1, t)) {
+            let id = Self::child_id(parent, i);
+            let preds: Vec<String> = plan.deps.parents(i).into_iter().map(|p| Self::child_id(parent, p)).collect();
+            rec.upsert_node(NodeTrace {
+                id: id.clone(),
+                question: text.clone(),
+                parents: preds.clone(),
+                decomposes: Some(parent.to_string()),
+                depth: depth + 1,
+                extra: json!({ "layer": depth + 1, "step": i }),
+                ..Default::default()
+            });
+            for p in &preds {
+                rec.add_edge(p, &id);
+            }
+            if !plan.deps.has_dependents(i) {
+                rec.add_edge(&id, parent);
+            }
+            dag.add_node(&id, text, preds, depth + 1);
+            children.push(id);
+        }
+        rec.update_node(parent, |n| {
+            n.children = children.clone();
+            n.decision = Decision::Decomposed;
+        });
+
+        let results: Mutex<BTreeMap<String, Result<Outcome>>> = Mutex::new(BTreeMap::new());
+        let work = |task: NodeTask| {
+            let results = &results;
+            async move {
+                let question = if task.has_parents && !task.dialog.is_empty() {
+                    self.rewrite(&task).await
+                } else {
+                    task.question.clone()
+                };
+                let outcome = self.traverse(question.clone(), task.id.clone(), task.depth).await;
+                let answer = outcome.as_ref().map(|o| o.answer.clone()).unwrap_or_default();
+                if let Ok(mut r) = results.lock() {
+                    r.insert(task.id.clone(), outcome);
+                }
+                NodeOutcome::Answered { question, answer }
+            }
+        };
+        dag.execute(work, &mut ()).await;
+
+        let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut solved = Vec::new();
+        for (id, question, _) in dag.answers() {
+            match results.remove(&id) {
+                Some(Ok(outcome)) => solved.push(StepOutcome { question, outcome }),
+                Some(Err(e)) => return Err(e),
+                None => {}
+            }
+        }
+        Ok(solved)
+    }
+
+    /// REWRITE: the step made standalone with its dependencies' answers. A failure keeps the step
+    /// as written (noted).
+    async fn rewrite(&self, task: &NodeTask) -> String {
+        let dialog = format_dialog(&task.dialog);
+        let reply = self
+            .ctx
+            .complete("rewrite", Some(&task.id), "hgot_rewrite", &[("dialog", &dialog), ("question", &task.question)])
+            .await;
+        match reply {
+            Ok(reply) => {
+                let line = reply.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+                let rewritten = line
+                    .strip_prefix("Rewritten question:")
+                    .unwrap_or(line)
+                    .trim()
+                    .trim_matches(|c: char| matches!(c, '"' | '*' | '`'))
+                    .trim()
+                    .to_string();
+                if rewritten.is_empty() {
+                    self.ctx.rec.note(format!("node {}: the rewrite was empty; kept the step as written", task.id));
+                    return task.question.clone();
+                }
+                let r = rewritten.clone();
+                self.ctx.rec.update_node(&task.id, |n| n.rewritten = Some(r));
+                rewritten
+            }
+            Err(e) => {
+                self.ctx.rec.note(format!("node {}: rewrite failed ({e}); kept the step as written", task.id));
+                task.question.clone()
+            }
+        }
+    }
+
+    /// INFER: every passage collected under the node, ranked by σ; the top K answer the question.
+    async fn infer(&self, question: &str, id: &str, probe: &Outcome, solved: &[StepOutcome]) -> Result<Outcome> {
+        let mut pool = merge_passages(
+            probe.passages.iter().cloned().chain(solved.iter().flat_map(|s| s.outcome.passages.iter().cloned())),
+        );
+        // Stable sort: equal σ keeps first-seen order (the node's own passages first).
+        pool.sort_by(|a, b| b.sigma.total_cmp(&a.sigma));
+        let k = self.hgot.opts.top_k.min(pool.len());
+        let findings: Vec<(String, String)> = solved
+            .iter()
+            .filter(|s| !s.outcome.answer.is_empty())
+            .map(|s| (s.question.clone(), s.outcome.answer.clone()))
+            .collect();
+        let top: Vec<Passage> = pool[..k].iter().map(|s| s.passage.clone()).collect();
+        let ranked: Vec<Value> = pool[..k].iter().map(|s| json!({ "id": s.passage.id, "sigma": s.sigma })).collect();
+        let demos = self.thought_demos(question).await;
+        let prompt = self.ctx.render(
+            "hgot_infer",
+            &[
+                ("demonstrations", &demos),
+                ("passages", &format_passages(&top)),
+                ("findings", &format_dialog(&findings)),
+                ("question", question),
+            ],
+        )?;
+        let thought = self.deliberate("infer", id, prompt, &top).await?;
+        self.update_sigma(id, "infer", &mut pool[..k], &thought.nu_bar, thought.vote.confidence);
+        let mut record = thought.to_json(&top);
+        if let Some(map) = record.as_object_mut() {
+            map.insert("ranked".into(), Value::Array(ranked));
+        }
+        let (answer, confidence, rationale, decision) = if thought.vote.answer.is_empty() {
+            self.ctx.rec.note(format!("node {id}: no inferred thought gave an answer; kept the probe's answer"));
+            (probe.answer.clone(), probe.confidence, probe.rationale.clone(), Decision::Unresolved)
+        } else {
+            (thought.vote.answer.clone(), thought.vote.confidence, thought.best_rationale(), Decision::Decomposed)
+        };
+        let a = answer.clone();
+        self.ctx.rec.update_node(id, |n| {
+            set_extra(n, "infer", record);
+            n.answer = Some(a);
+            n.decision = decision;
+        });
+        Ok(Outcome { answer, confidence, passages: pool, rationale })
+    }
+}
+
+#[async_trait]
+impl Strategy for Hgot {
+    fn name(&self) -> &str {
+        "hgot"
+    }
+
+    fn needs_retriever(&self) -> bool {
+        true
+    }
+
+    async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
+        let nli: Arc<dyn hopwise_core::Nli> = match &ctx.nli {
+            Some(nli) => nli.clone(),
+            // One judge per question, so its pair cache lives exactly as long as the question.
+            None => Arc::new(LlmNli::new(ctx.llm.clone(), ctx.prompts.clone()).with_recorder(ctx.rec.clone())),
+        };
+        let run = Run {
+            hgot: self,
+            ctx,
+            judge: citations::Judge::new(nli, ctx.rec.clone(), self.opts.max_nli_calls),
+            sigma_history: Mutex::new(Vec::new()),
+            stop_method: Mutex::new(None),
+            demo_fallback_noted: AtomicBool::new(false),
+        };
+        ctx.rec.upsert_node(NodeTrace {
+            id: SINK.to_string(),
+            question: question.to_string(),
+            extra: json!({ "layer": 0 }),
+            ..Default::default()
+        });
+        let outcome = run.traverse(question.to_string(), SINK.to_string(), 0).await;
+        let history = run.sigma_history.lock().map(|h| h.clone()).unwrap_or_default();
+        let stop_method = run.stop_method.lock().ok().and_then(|m| m.clone());
+        ctx.rec.set_extra(json!({
+            "options": self.opts,
+            "nli": run.judge.name(),
+            "nli_calls": run.judge.calls(),
+            "stop_similarity": stop_method,
+            "demonstrations": self.pool.as_ref().map(|p| json!({ "pool": p.demos.len(), "dropped": p.dropped })),
+            "sigma_history": history,
+        }));
+        let outcome = outcome?;
+        if outcome.answer.is_empty() {
+            ctx.rec.best_effort("no thought gave an answer");
+        }
+        Ok(Answer { text: outcome.answer, rationale: outcome.rationale })
+    }
+}
+
+impl Run<'_> {
+    /// Whether the demonstration selection fell back to word overlap (noted once per question).
+    fn note_demo_fallback(&self, why: &str) {
+        if !self.demo_fallback_noted.swap(true, Ordering::SeqCst) {
+            self.ctx.rec.note(format!("demonstrations selected by word overlap: {why}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
