@@ -70,7 +70,8 @@ pub fn clean_short_answer(text: &str) -> String {
 /// The answer after the last `the answer is` (ASCII case-insensitive, so offsets are safe).
 fn answer_after_marker(text: &str) -> Option<String> {
     let p = text.to_ascii_lowercase().rfind("the answer is")?;
-    let rest = text[p + "the answer is".len()..].trim_start_matches(|c: char| c == ':' || c == '-' || c.is_whitespace());
+    let rest =
+        text[p + "the answer is".len()..].trim_start_matches(|c: char| c == ':' || c == '-' || c.is_whitespace());
     let answer = clean_short_answer(rest);
     (!answer.is_empty()).then_some(answer)
 }
@@ -92,9 +93,7 @@ pub fn parse_thought(reply: &str) -> Thought {
                 .unwrap_or(before);
             (before.to_string(), clean_short_answer(&reply[p + "answer:".len()..]))
         }
-        None => {
-            (reply.to_string(), answer_after_marker(reply).unwrap_or_default())
-        }
+        None => (reply.to_string(), answer_after_marker(reply).unwrap_or_default()),
     };
     let rationale = strip_label(&rationale, &["rationale:", "reasoning:", "reason:"]);
     Thought { rationale: rationale.split_whitespace().collect::<Vec<_>>().join(" "), answer }
@@ -111,9 +110,7 @@ pub fn take_markers(text: &str) -> (String, Vec<usize>) {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         match after.find(']') {
-            Some(close)
-                if close > 0 && after[..close].chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ') =>
-            {
+            Some(close) if close > 0 && after[..close].chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ') => {
                 for n in after[..close].split([',', ' ']).filter_map(|t| t.parse::<usize>().ok()) {
                     if !numbers.contains(&n) {
                         numbers.push(n);
@@ -193,13 +190,12 @@ impl Judge {
         if let Some(v) = self.cache.lock().ok().and_then(|c| c.get(&key).copied()) {
             return v;
         }
-        let allowed = self.calls.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| (c < self.limit).then_some(c + 1));
+        let allowed =
+            self.calls.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| (c < self.limit).then_some(c + 1));
         if allowed.is_err() {
             if !self.limit_noted.swap(true, Ordering::SeqCst) {
-                self.rec.note(format!(
-                    "max_nli_calls = {} reached; further citations count as unsupported",
-                    self.limit
-                ));
+                self.rec
+                    .note(format!("max_nli_calls = {} reached; further citations count as unsupported", self.limit));
             }
             return false;
         }
@@ -208,7 +204,8 @@ impl Judge {
             Ok(v) => v.label() == NliLabel::Entailment,
             Err(e) => {
                 if !self.error_noted.swap(true, Ordering::SeqCst) {
-                    self.rec.note(format!("NLI judge {} failed ({e}); its citations count as unsupported", self.name()));
+                    self.rec
+                        .note(format!("NLI judge {} failed ({e}); its citations count as unsupported", self.name()));
                 }
                 return false;
             }
@@ -283,17 +280,16 @@ pub async fn score_citations(
                 }
             }
         }
-        let supported =
-            !valid.is_empty() && dangling.is_empty() && judge.entails(&joined(passages, &valid), &statement.claim).await;
+        let supported = !valid.is_empty()
+            && dangling.is_empty()
+            && judge.entails(&joined(passages, &valid), &statement.claim).await;
         let mut relevant = vec![false; capped.len()];
         if supported {
             supported_count += 1;
             for (k, &n) in capped.iter().enumerate() {
-                relevant[k] = if capped.len() == 1 {
-                    true
-                } else if judge.entails(&joined(passages, &[n]), &statement.claim).await {
-                    true
-                } else {
+                // A lone citation carries the whole support; otherwise it is relevant when it
+                // entails alone, or when the others without it do not.
+                relevant[k] = capped.len() == 1 || judge.entails(&joined(passages, &[n]), &statement.claim).await || {
                     let others: Vec<usize> = capped.iter().copied().filter(|&m| m != n).collect();
                     !judge.entails(&joined(passages, &others), &statement.claim).await
                 };
@@ -313,4 +309,4 @@ pub async fn score_citations(
 
 #[cfg(test)]
 #[path = "citations_tests.rs"]
-mod tests;
+pub(super) mod tests;

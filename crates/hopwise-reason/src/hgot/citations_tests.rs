@@ -126,8 +126,13 @@ async fn rationales_without_citations_cost_no_nli() {
 #[tokio::test]
 async fn dangling_citations_make_a_statement_unsupported() {
     let (j, _) = judge(100);
-    let s = score_citations("Paris is in France [1][7]. Rome is in Italy [0].", &[passage("Paris is in France.")], &j, false)
-        .await;
+    let s = score_citations(
+        "Paris is in France [1][7]. Rome is in Italy [0].",
+        &[passage("Paris is in France.")],
+        &j,
+        false,
+    )
+    .await;
     assert_eq!(s.statements[0].dangling, vec![7]);
     assert!(!s.statements[0].supported, "ALCE: a citation out of range voids the statement");
     assert_eq!(s.statements[1].dangling, vec![0]);

@@ -72,7 +72,8 @@ impl DemoPool {
 /// `Q3 + 1.5·IQR` of the step lengths in words (linear-interpolated quartiles); infinite with
 /// fewer than four steps, where quartiles mean little.
 pub fn step_length_limit(demos: &[Demonstration]) -> f64 {
-    let mut lengths: Vec<f64> = demos.iter().flat_map(|d| d.steps.iter()).map(|s| s.split_whitespace().count() as f64).collect();
+    let mut lengths: Vec<f64> =
+        demos.iter().flat_map(|d| d.steps.iter()).map(|s| s.split_whitespace().count() as f64).collect();
     if lengths.len() < 4 {
         return f64::INFINITY;
     }
@@ -188,7 +189,8 @@ pub fn render_thoughts(pool: &DemoPool, picked: &[usize]) -> String {
             let passages = if d.passages.is_empty() {
                 String::new()
             } else {
-                let listed: Vec<String> = d.passages.iter().enumerate().map(|(i, p)| format!("[{}] {p}", i + 1)).collect();
+                let listed: Vec<String> =
+                    d.passages.iter().enumerate().map(|(i, p)| format!("[{}] {p}", i + 1)).collect();
                 format!("Passages:\n{}\n", listed.join("\n"))
             };
             format!("{passages}Question: {}\nRationale: {}\nAnswer: {}", d.question, d.rationale, d.answer)
@@ -268,7 +270,9 @@ mod tests {
         assert_eq!(balanced(&pool.demos, "any question", 3), b, "reproducible");
         assert_eq!(balanced(&pool.demos, "q", 10).len(), 4, "never more than the pool");
         let text = render_thoughts(&pool, &[2]);
-        assert!(text.contains("Question: Who directed Jaws?\nRationale: Spielberg directed Jaws [1].\nAnswer: Steven Spielberg"));
+        assert!(text.contains(
+            "Question: Who directed Jaws?\nRationale: Spielberg directed Jaws [1].\nAnswer: Steven Spielberg"
+        ));
         assert!(render_plans(&pool, &[0]).is_empty(), "no steps, no plan demo");
         assert!(render_plans(&pool, &[3]).contains("Step 2: Where was he born?"));
         assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);

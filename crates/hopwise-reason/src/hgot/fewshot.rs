@@ -25,7 +25,12 @@ impl Run<'_> {
         select_lexical(pool, opts.demo_selection, question, k)
     }
 
-    async fn embedded_knn(&self, embedder: &dyn hopwise_core::Embedder, question: &str, k: usize) -> hopwise_core::Result<Vec<usize>> {
+    async fn embedded_knn(
+        &self,
+        embedder: &dyn hopwise_core::Embedder,
+        question: &str,
+        k: usize,
+    ) -> hopwise_core::Result<Vec<usize>> {
         let Some(pool) = &self.hgot.pool else { return Ok(Vec::new()) };
         let vectors = {
             let mut cached = self.hgot.pool_vectors.lock().await;

@@ -54,16 +54,21 @@ pub use steps::{
     dependency_text, parse_dependency_sentences, parse_formal_edges, parse_steps, repair_dependencies, Dependencies,
     Steps,
 };
-pub use vote::{initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote};
+pub use vote::{
+    initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote,
+};
 
 use demos::DemoPool;
+
+/// Embeddings of the demonstration pool's questions and the embedder model that made them.
+type PoolVectors = (String, Arc<Vec<Vec<f32>>>);
 
 /// The `hgot` strategy. Build with [`Hgot::new`]; one value answers many questions.
 pub struct Hgot {
     opts: HgotOptions,
     pool: Option<DemoPool>,
     /// Pool question embeddings, per embedder model, computed on first use.
-    pool_vectors: tokio::sync::Mutex<Option<(String, Arc<Vec<Vec<f32>>>)>>,
+    pool_vectors: tokio::sync::Mutex<Option<PoolVectors>>,
 }
 
 impl Hgot {
@@ -217,7 +222,9 @@ impl Run<'_> {
                     self.stop(&id, "single_step", json!(test), &probe);
                     return Ok(probe);
                 }
-                self.ctx.rec.update_node(&id, |n| set_extra(n, "stop", json!({ "reason": "continue", "detail": test })));
+                self.ctx
+                    .rec
+                    .update_node(&id, |n| set_extra(n, "stop", json!({ "reason": "continue", "detail": test })));
             }
             let solved = self.search(&id, depth, &plan).await?;
             match self.infer(&question, &id, &probe, &solved).await {

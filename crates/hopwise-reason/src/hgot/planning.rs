@@ -80,12 +80,15 @@ impl Run<'_> {
         if steps.len() > 1 {
             let planned = dependency_text(&reply);
             // The plan's own sentences use the model's step labels; later prompts show positions.
-            let (planned_edges, label_repairs) = steps.map_labels(&parse_dependency_sentences(&planned), &Self::stage("plan", id));
+            let (planned_edges, label_repairs) =
+                steps.map_labels(&parse_dependency_sentences(&planned), &Self::stage("plan", id));
             let mut sentences = planned.clone();
             let mut source = "plan";
             if opts.self_reflect {
-                let reflected =
-                    self.ctx.complete("self_reflect", Some(id), "hgot_reflect", &[("steps", &steps.numbered())]).await?;
+                let reflected = self
+                    .ctx
+                    .complete("self_reflect", Some(id), "hgot_reflect", &[("steps", &steps.numbered())])
+                    .await?;
                 record["reflect"] = json!(reflected);
                 if readable(&reflected) {
                     sentences = reflected;
@@ -94,7 +97,8 @@ impl Run<'_> {
                     self.ctx.rec.repair(Repair {
                         stage: Self::stage("self_reflect", id),
                         rule: "unreadable_dependencies".into(),
-                        detail: "the reflection named no dependency and no \"none\"; the plan's sentences are used".into(),
+                        detail: "the reflection named no dependency and no \"none\"; the plan's sentences are used"
+                            .into(),
                     });
                 }
             }

@@ -58,7 +58,11 @@ impl Steps {
         for &(a, b) in raw {
             match (position.get(&a), position.get(&b)) {
                 (Some(&pa), Some(&pb)) => edges.push((pa, pb)),
-                _ => repairs.push(repair(stage, "drop_unknown_step", format!("Step {b} depends on Step {a}: no such step"))),
+                _ => repairs.push(repair(
+                    stage,
+                    "drop_unknown_step",
+                    format!("Step {b} depends on Step {a}: no such step"),
+                )),
             }
         }
         (edges, repairs)
@@ -112,14 +116,24 @@ pub fn parse_steps(text: &str, max_steps: usize, stage: &str) -> Steps {
         steps.texts.push(text);
     }
     if steps.labels.iter().enumerate().any(|(i, l)| *l != i + 1) {
-        steps.repairs.push(repair(stage, "renumber_steps", format!("labels {:?} renumbered 1..{}", steps.labels, steps.len())));
+        steps.repairs.push(repair(
+            stage,
+            "renumber_steps",
+            format!("labels {:?} renumbered 1..{}", steps.labels, steps.len()),
+        ));
     }
     steps
 }
 
 /// The lines of a plan reply that are not steps (where the dependency sentences are).
 pub fn dependency_text(plan_reply: &str) -> String {
-    plan_reply.lines().filter(|l| step_line(l).is_none()).map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n")
+    plan_reply
+        .lines()
+        .filter(|l| step_line(l).is_none())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,8 +179,10 @@ pub fn parse_dependency_sentences(text: &str) -> Vec<(usize, usize)> {
     let mut edges = Vec::new();
     for clause in text.split(['.', ';', '\n']) {
         let tokens: Vec<Token> = clause.split_whitespace().map(classify).collect();
-        let depends: Vec<usize> = tokens.iter().enumerate().filter(|(_, t)| **t == Token::Depend).map(|(i, _)| i).collect();
-        let last_num_before = |end: usize, start: usize| (start..end).rev().find(|&i| matches!(tokens[i], Token::Num(_)));
+        let depends: Vec<usize> =
+            tokens.iter().enumerate().filter(|(_, t)| **t == Token::Depend).map(|(i, _)| i).collect();
+        let last_num_before =
+            |end: usize, start: usize| (start..end).rev().find(|&i| matches!(tokens[i], Token::Num(_)));
         for (k, &d) in depends.iter().enumerate() {
             let start = if k == 0 { 0 } else { depends[k - 1] + 1 };
             // The first sentence in a clause may have several subjects; later ones have one (the
@@ -282,7 +298,11 @@ pub fn repair_dependencies(n: usize, raw: &[(usize, usize)], stage: &str) -> Dep
     let mut deps = Dependencies { n, ..Default::default() };
     for &(a, b) in raw {
         if !(1..=n).contains(&a) || !(1..=n).contains(&b) {
-            deps.repairs.push(repair(stage, "drop_unknown_step", format!("Step {a} -> Step {b}: only steps 1..{n} exist")));
+            deps.repairs.push(repair(
+                stage,
+                "drop_unknown_step",
+                format!("Step {a} -> Step {b}: only steps 1..{n} exist"),
+            ));
         } else if a == b {
             deps.repairs.push(repair(stage, "drop_self_dependency", format!("Step {a} -> Step {b}")));
         } else if deps.edges.contains(&(a, b)) {

@@ -8,7 +8,8 @@ fn rules(r: &[Repair]) -> Vec<&str> {
 
 #[test]
 fn reads_step_lists_in_several_styles() {
-    let reply = "Here is the plan.\nStep 1: Who directed Jaws?\n**Step 2:** When was that director born?\n- Step 3) Where?\n\
+    let reply =
+        "Here is the plan.\nStep 1: Who directed Jaws?\n**Step 2:** When was that director born?\n- Step 3) Where?\n\
                  Step 2 depends on Step 1.";
     let s = parse_steps(reply, 5, "plan");
     assert_eq!(s.texts, vec!["Who directed Jaws?", "When was that director born?", "Where?"]);
@@ -52,7 +53,10 @@ fn dependency_sentences() {
         "two dependencies in one clause"
     );
     assert_eq!(parse_dependency_sentences("Step 2 depends on Step 1 (and Step 3)."), vec![(1, 2), (3, 2)]);
-    assert_eq!(parse_dependency_sentences("Step 2 needs the answer of step1.\nStep 4 relies on #3"), vec![(1, 2), (3, 4)]);
+    assert_eq!(
+        parse_dependency_sentences("Step 2 needs the answer of step1.\nStep 4 relies on #3"),
+        vec![(1, 2), (3, 4)]
+    );
     for none in [
         "No dependencies.",
         "Step 1 does not depend on any other step.",

@@ -5,7 +5,9 @@ use hopwise_core::{GenParams, Passage, Repair};
 use serde_json::{json, Value};
 
 use super::citations::{parse_thought, score_citations, CitationScore, Thought};
-use super::vote::{initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote};
+use super::vote::{
+    initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote,
+};
 use super::{set_extra, Outcome, Run, ScoredPassage};
 use crate::ctx::format_passages;
 use crate::error::{ReasonError, Result};
@@ -74,7 +76,13 @@ impl Deliberation {
 impl Run<'_> {
     /// `m` thoughts for `prompt` in one request (`n = m`, temperature > 0), topped up once if the
     /// backend returns fewer; each scored by its citations; then the weighted vote and ν̄.
-    pub(super) async fn deliberate(&self, purpose: &str, node: &str, prompt: String, passages: &[Passage]) -> Result<Deliberation> {
+    pub(super) async fn deliberate(
+        &self,
+        purpose: &str,
+        node: &str,
+        prompt: String,
+        passages: &[Passage],
+    ) -> Result<Deliberation> {
         let opts = &self.hgot.opts;
         let mut texts: Vec<String> = Vec::with_capacity(opts.samples as usize);
         for attempt in 0..2u64 {
@@ -130,7 +138,14 @@ impl Run<'_> {
     }
 
     /// Applies `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]` to `passages` (in prompt order) and logs each.
-    pub(super) fn update_sigma(&self, node: &str, stage: &str, passages: &mut [ScoredPassage], nu_bar: &[f64], ci: f64) {
+    pub(super) fn update_sigma(
+        &self,
+        node: &str,
+        stage: &str,
+        passages: &mut [ScoredPassage],
+        nu_bar: &[f64],
+        ci: f64,
+    ) {
         let w = self.hgot.opts.w;
         let mut entries = Vec::with_capacity(passages.len());
         for (p, nb) in passages.iter_mut().zip(nu_bar) {
@@ -192,6 +207,11 @@ impl Run<'_> {
             set_extra(n, "probe", record);
             n.answer = Some(a);
         });
-        Ok(Outcome { answer, confidence: thought.vote.confidence, passages: scored, rationale: thought.best_rationale() })
+        Ok(Outcome {
+            answer,
+            confidence: thought.vote.confidence,
+            passages: scored,
+            rationale: thought.best_rationale(),
+        })
     }
 }
