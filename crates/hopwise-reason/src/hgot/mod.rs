@@ -278,7 +278,7 @@ impl Run<'_> {
         let work = |task: NodeTask| {
             let results = &results;
             async move {
-                let question = if task.has_parents && !task.dialog.is_empty() {
+                let question = if task.has_parents && task.dialog.iter().any(|(_, a)| !a.is_empty()) {
                     self.rewrite(&task).await
                 } else {
                     task.question.clone()
@@ -308,7 +308,9 @@ impl Run<'_> {
     /// REWRITE: the step made standalone with its dependencies' answers. A failure keeps the step
     /// as written (noted).
     async fn rewrite(&self, task: &NodeTask) -> String {
-        let dialog = format_dialog(&task.dialog);
+        // Steps that found no answer have nothing to substitute.
+        let answered: Vec<(String, String)> = task.dialog.iter().filter(|(_, a)| !a.is_empty()).cloned().collect();
+        let dialog = format_dialog(&answered);
         let reply = self
             .ctx
             .complete("rewrite", Some(&task.id), "hgot_rewrite", &[("dialog", &dialog), ("question", &task.question)])

@@ -34,6 +34,9 @@ pub struct HgotOptions {
     /// Samples `m` per Probe/Infer, drawn in one request with `n = m`. Default 5: the paper shows
     /// 20, which with a local model and an LLM NLI judge costs too much per question.
     pub samples: u32,
+    /// Draw the `m` samples in one request with `n = m` (the backend can share the prompt). Off:
+    /// `m` concurrent requests with `n = 1`, for backends that ignore `n` (and for the cost bench).
+    pub shared_sampling: bool,
     /// Deepest layer that may still plan: the question is layer 0, its steps layer 1, … A node at
     /// `max_depth` answers from its Probe alone.
     pub max_depth: u32,
@@ -73,6 +76,7 @@ impl Default for HgotOptions {
             gamma: 0.4,
             w: [0.2, 0.55, 0.25],
             samples: 5,
+            shared_sampling: true,
             max_depth: 2,
             top_k: 5,
             max_steps: 4,

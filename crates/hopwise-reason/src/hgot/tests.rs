@@ -378,3 +378,22 @@ async fn demonstrations_are_selected_into_the_prompts() {
     assert!(build("hgot", &options(serde_json::json!({ "demonstrations": dir.path().join("missing.jsonl") }))).is_err());
     assert!(build("hgot", &options(serde_json::json!({ "samples": 0 }))).is_err());
 }
+
+#[tokio::test]
+async fn separate_sampling_sends_one_request_per_sample() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_with(serde_json::json!({ "max_depth": 0, "shared_sampling": false }), &ctx).await;
+    let probes: Vec<u32> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LlmCall { purpose, n, .. } if purpose == "probe" => Some(*n),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(probes, vec![1, 1, 1, 1, 1]);
+    // Same samples (the script answers by sample index 0 each time), so all five agree.
+    assert_eq!(extra(&trace, "Q", &["probe", "confidence"]), 1.0);
+    assert_eq!(trace.answer, "Cincinnati");
+}

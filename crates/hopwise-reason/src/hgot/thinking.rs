@@ -74,8 +74,8 @@ impl Deliberation {
 }
 
 impl Run<'_> {
-    /// `m` thoughts for `prompt` in one request (`n = m`, temperature > 0), topped up once if the
-    /// backend returns fewer; each scored by its citations; then the weighted vote and ν̄.
+    /// `m` thoughts for `prompt` (temperature > 0; one request with `n = m` unless
+    /// `shared_sampling` is off), each scored by its citations; then the weighted vote and ν̄.
     pub(super) async fn deliberate(
         &self,
         purpose: &str,
@@ -84,30 +84,11 @@ impl Run<'_> {
         passages: &[Passage],
     ) -> Result<Deliberation> {
         let opts = &self.hgot.opts;
-        let mut texts: Vec<String> = Vec::with_capacity(opts.samples as usize);
-        for attempt in 0..2u64 {
-            let missing = opts.samples.saturating_sub(texts.len() as u32);
-            if missing == 0 {
-                break;
-            }
-            let params = GenParams {
-                n: missing,
-                temperature: opts.temperature,
-                top_p: 1.0,
-                max_tokens: THOUGHT_MAX_TOKENS,
-                // A different seed for the top-up, so a seeded backend does not repeat itself.
-                seed: self.ctx.params.seed.map(|s| s.wrapping_add(attempt)),
-                ..self.ctx.params.clone()
-            };
-            match self.ctx.chat(purpose, Some(node), prompt.clone(), params).await {
-                Ok(reply) => texts.extend(reply.choices.iter().take(missing as usize).map(|c| c.text.clone())),
-                Err(e) if attempt == 0 => return Err(e),
-                Err(e) => {
-                    self.ctx.rec.note(format!("node {node}: topping up the {purpose} samples failed ({e})"));
-                    break;
-                }
-            }
-        }
+        let texts = if opts.shared_sampling {
+            self.shared_samples(purpose, node, &prompt).await?
+        } else {
+            self.separate_samples(purpose, node, &prompt).await?
+        };
         if texts.len() < opts.samples as usize {
             self.ctx.rec.note(format!("node {node}: {purpose} got {} of {} samples", texts.len(), opts.samples));
         }
@@ -135,6 +116,59 @@ impl Run<'_> {
         let support: Vec<Vec<u32>> = samples.iter().map(|s| s.citations.support.clone()).collect();
         let nu_bar = normalize_support(&passage_support(&support, &rho, passages.len()));
         Ok(Deliberation { samples, vote, nu_bar })
+    }
+
+    fn sample_params(&self, n: u32, offset: u64) -> GenParams {
+        let opts = &self.hgot.opts;
+        GenParams {
+            n,
+            temperature: opts.temperature,
+            top_p: 1.0,
+            max_tokens: THOUGHT_MAX_TOKENS,
+            // A different seed per request, so a seeded backend does not repeat itself.
+            seed: self.ctx.params.seed.map(|s| s.wrapping_add(offset)),
+            ..self.ctx.params.clone()
+        }
+    }
+
+    /// One request with `n = m`, topped up once when the backend returns fewer choices.
+    async fn shared_samples(&self, purpose: &str, node: &str, prompt: &str) -> Result<Vec<String>> {
+        let m = self.hgot.opts.samples;
+        let mut texts: Vec<String> = Vec::with_capacity(m as usize);
+        for attempt in 0..2u64 {
+            let missing = m.saturating_sub(texts.len() as u32);
+            if missing == 0 {
+                break;
+            }
+            match self.ctx.chat(purpose, Some(node), prompt.to_string(), self.sample_params(missing, attempt)).await {
+                Ok(reply) => texts.extend(reply.choices.iter().take(missing as usize).map(|c| c.text.clone())),
+                Err(e) if attempt == 0 => return Err(e),
+                Err(e) => {
+                    self.ctx.rec.note(format!("node {node}: topping up the {purpose} samples failed ({e})"));
+                    break;
+                }
+            }
+        }
+        Ok(texts)
+    }
+
+    /// `m` concurrent requests with `n = 1`; fails only when every request fails.
+    async fn separate_samples(&self, purpose: &str, node: &str, prompt: &str) -> Result<Vec<String>> {
+        let m = self.hgot.opts.samples;
+        let requests =
+            (0..m).map(|i| self.ctx.chat(purpose, Some(node), prompt.to_string(), self.sample_params(1, u64::from(i))));
+        let mut texts = Vec::with_capacity(m as usize);
+        let mut last_error = None;
+        for reply in futures::future::join_all(requests).await {
+            match reply {
+                Ok(r) => texts.extend(r.choices.first().map(|c| c.text.clone())),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        match last_error {
+            Some(e) if texts.is_empty() => Err(e),
+            _ => Ok(texts),
+        }
     }
 
     /// Applies `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]` to `passages` (in prompt order) and logs each.
