@@ -3,7 +3,8 @@
 //! ```text
 //! TRAVERSE(q, depth):
 //!     a, CI, CTX_q = PROBE(q)                 retrieve; m cited thoughts in one request; weighted vote
-//!     if depth ≥ max_depth: return            (checked before PLAN so a leaf costs no planning call)
+//!     if depth ≥ max_depth: return            (checked before PLAN so a leaf costs no planning call;
+//!                                             each PLAN also takes one expansion from `r_max`)
 //!     G = PLAN(q, CTX_q) → SELF-REFLECT → FORMALIZE → repaired DAG of steps
 //!     if G has no steps, or one step close to q: return      (STOP)
 //!     CTX_G = SEARCH(G, depth + 1)            executor: topological order, independent steps together,
@@ -201,6 +202,15 @@ impl Run<'_> {
             let max_depth = self.hgot.opts.max_depth.min(self.ctx.budget.max_depth);
             if depth >= max_depth {
                 self.stop(&id, "max_depth", json!({ "depth": depth, "max_depth": max_depth }), &probe);
+                return Ok(probe);
+            }
+            // Each PLAN takes one expansion from the question's `r_max` budget.
+            if !self.ctx.try_expand() {
+                self.ctx.rec.note(format!(
+                    "node {id}: r_max = {} expansions used; answering from the probe",
+                    self.ctx.budget.r_max
+                ));
+                self.stop(&id, "r_max", json!({ "r_max": self.ctx.budget.r_max }), &probe);
                 return Ok(probe);
             }
             let plan = match self.plan(&question, &id, &probe.passages).await {

@@ -313,6 +313,16 @@ async fn the_llm_judge_is_used_without_an_nli_backend() {
 }
 
 #[tokio::test]
+async fn no_expansion_budget_answers_from_the_probe() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli))).with_budget(Budget { r_max: 0, ..Budget::default() });
+    let trace = answer_with(serde_json::json!({}), &ctx).await;
+    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "r_max");
+    assert_eq!((trace.stats.llm_calls, trace.nodes.len()), (1, 1));
+    assert_eq!(trace.answer, "Cincinnati");
+}
+
+#[tokio::test]
 async fn a_budget_cut_degrades_to_the_probe_answer() {
     let llm = ScriptedLlm::new().on_fn("", scenario);
     let ctx = context(&llm, Some(Arc::new(WordNli))).with_budget(Budget { max_llm_calls: 2, ..Budget::default() });
