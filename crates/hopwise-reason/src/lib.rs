@@ -8,10 +8,13 @@
 //! - [`toqd`]: Topology of Question Decomposition.
 //! - [`uar`]: uncertainty-gated dynamic retrieval and its baselines (always-retrieve, FLARE-instruct);
 //!   [`uncertainty`] holds its estimators, [`nli_judge`] the LLM-as-judge NLI they can use.
+//! - [`hgot`]: Hierarchical Graph of Thoughts (plans of dependent steps, citation-weighted voting,
+//!   passage scores).
 
 pub mod ctx;
 pub mod error;
 pub mod executor;
+pub mod hgot;
 pub mod nli_judge;
 pub mod parse;
 

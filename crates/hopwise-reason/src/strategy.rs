@@ -49,6 +49,7 @@ pub const CATALOG: &[(&str, &str)] = &[
     ("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query"),
     ("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query"),
     ("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]"),
+    ("hgot", "HGOT: recursive plans of dependent search steps; thoughts weighed by citation quality, passages by σ"),
 ];
 
 /// Builds a strategy by name.
@@ -66,6 +67,7 @@ pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>>
             &options.parse("always-retrieve-subquery")?,
         )?),
         "flare-instruct" => Box::new(crate::uar::DynamicRetrieval::flare_instruct(&options.parse("flare-instruct")?)?),
+        "hgot" => Box::new(crate::hgot::Hgot::new(options.parse("hgot")?)?),
         other => return Err(ReasonError::UnknownStrategy(other.to_string())),
     })
 }
