@@ -6,7 +6,9 @@
 //! - [`executor`]: resolves a growing DAG of sub-questions, ready nodes concurrently.
 //! - [`strategy`]: the `Strategy` trait and the registry of named strategies.
 //! - [`toqd`]: Topology of Question Decomposition.
+//! - [`baselines`]: Direct, CoT, CoT-SC, Retrieve-then-Read, Self-Ask, Least-to-Most, Plan-and-Solve.
 
+pub mod baselines;
 pub mod ctx;
 pub mod error;
 pub mod executor;

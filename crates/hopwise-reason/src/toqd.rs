@@ -17,20 +17,37 @@ pub struct Toqd {
 
 impl Toqd {
     pub fn new(opts: ToqdOptions, with_retrieval: bool) -> Self {
-        Self { _opts: opts, with_retrieval }
+        Self {
+            _opts: opts,
+            with_retrieval,
+        }
     }
 }
 
 #[async_trait]
 impl Strategy for Toqd {
     fn name(&self) -> &str {
-        if self.with_retrieval { "toqd" } else { "toqd-noir" }
+        if self.with_retrieval {
+            "toqd"
+        } else {
+            "toqd-noir"
+        }
     }
     fn needs_retriever(&self) -> bool {
         self.with_retrieval
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        let text = ctx.complete("self_verify", None, "toqd_self_verify", &[("question", question)]).await?;
-        Ok(Answer { text, rationale: None })
+        let text = ctx
+            .complete(
+                "self_verify",
+                None,
+                "toqd_self_verify",
+                &[("question", question)],
+            )
+            .await?;
+        Ok(Answer {
+            text,
+            rationale: None,
+        })
     }
 }
