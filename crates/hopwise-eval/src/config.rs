@@ -40,6 +40,9 @@ pub struct EvalConfig {
     pub settings: BTreeMap<String, Value>,
     /// Draw the PNG/SVG plots after the run.
     pub plots: bool,
+    /// Stop the run after this many jobs in a row fail in a backend (failed jobs are retried by the
+    /// next run, so a dead server does not fill the results with empty answers).
+    pub max_consecutive_failures: usize,
 }
 
 impl EvalConfig {
@@ -58,6 +61,7 @@ impl EvalConfig {
             prompts_hash: prompts_hash(&Prompts::default()),
             settings: BTreeMap::new(),
             plots: true,
+            max_consecutive_failures: 5,
         }
     }
 

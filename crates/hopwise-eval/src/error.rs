@@ -50,6 +50,11 @@ pub enum EvalError {
         strategy: String,
         message: String,
     },
+    #[error(
+        "{count} jobs in a row failed in a backend (last: {last}); the run stopped. \
+         Finished results are kept; fix the backend and run again to resume"
+    )]
+    BackendFailing { count: usize, last: String },
     #[error("plot {path}: {message}")]
     Plot { path: PathBuf, message: String },
     #[error("invalid configuration: {0}")]

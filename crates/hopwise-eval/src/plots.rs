@@ -171,25 +171,29 @@ where
         .label_style((FONT, 13))
         .draw()
         .map_err(err)?;
+    let mut placed: Vec<(f64, f64)> = Vec::new();
     for (i, dataset) in summary.datasets.iter().enumerate() {
         let c = color(i);
-        let points: Vec<(f64, f64, String)> = summary
+        let mut points: Vec<(f64, f64, String, i32)> = Vec::new();
+        for cell in summary
             .cells
             .iter()
             .filter(|cell| cell.dataset.as_deref() == Some(dataset.as_str()))
-            .map(|cell| {
-                (
-                    cell.retrieval_rounds,
-                    100.0 * cell.accuracy,
-                    cell.strategy.clone(),
-                )
-            })
-            .collect();
+        {
+            let (x, y) = (cell.retrieval_rounds, 100.0 * cell.accuracy);
+            // Stack the labels of points that coincide so they stay readable.
+            let same = placed
+                .iter()
+                .filter(|p| (p.0 - x).abs() < 1e-6 && (p.1 - y).abs() < 1e-6)
+                .count() as i32;
+            placed.push((x, y));
+            points.push((x, y, cell.strategy.clone(), same));
+        }
         chart
-            .draw_series(points.into_iter().map(move |(x, y, label)| {
+            .draw_series(points.into_iter().map(move |(x, y, label, stack)| {
                 EmptyElement::at((x, y))
                     + Circle::new((0, 0), 5, c.filled())
-                    + Text::new(label, (7, -12), (FONT, 12))
+                    + Text::new(label, (8, -14 - 14 * stack), (FONT, 12))
             }))
             .map_err(err)?
             .label(dataset.clone())

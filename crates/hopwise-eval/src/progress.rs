@@ -18,6 +18,8 @@ pub struct ProgressSnapshot {
     pub eta: Option<Duration>,
     /// `dataset/id strategy` of the job that just finished.
     pub last: Option<String>,
+    /// Jobs whose backend failed this session (retried by the next run).
+    pub failed: usize,
 }
 
 pub trait ProgressSink: Send + Sync {
@@ -69,8 +71,13 @@ impl ProgressSink for IndicatifProgress {
         self.bar.set_length(s.total as u64);
         self.bar.set_position(s.done as u64);
         let eta = s.eta.map_or_else(|| "?".to_string(), fmt_duration);
+        let failed = if s.failed > 0 {
+            format!(" | {} failed", s.failed)
+        } else {
+            String::new()
+        };
         self.bar.set_message(format!(
-            "acc {:.1}% | elapsed {} | eta {} | {}",
+            "acc {:.1}% | elapsed {} | eta {}{failed} | {}",
             100.0 * s.accuracy,
             fmt_duration(s.elapsed),
             eta,

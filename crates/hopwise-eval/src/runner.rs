@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hopwise_core::text::normalize_answer;
-use hopwise_core::{Recorder, Trace};
+use hopwise_core::{EventKind, Recorder, Trace};
 use hopwise_reason::strategy::{build, run};
 use hopwise_reason::{Ctx, ReasonError, Strategy};
 use sha2::{Digest, Sha256};
@@ -46,6 +46,21 @@ where
     }
 }
 
+/// A job whose backend failed before any answer was produced. It is not written to
+/// `results.jsonl`, so the next run retries it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedJob {
+    pub dataset: String,
+    pub id: String,
+    pub strategy: String,
+    pub error: String,
+}
+
+enum JobOutcome {
+    Done(Box<ResultRecord>),
+    Failed(FailedJob),
+}
+
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     /// Jobs in the grid.
@@ -54,6 +69,8 @@ pub struct RunOutcome {
     pub resumed: usize,
     /// Jobs run now.
     pub ran: usize,
+    /// Jobs whose backend failed (not written; retried by the next run).
+    pub failed: Vec<FailedJob>,
     /// Dataset records that could not be loaded.
     pub skipped: Vec<SkippedRecord>,
     pub summary: Summary,
@@ -149,8 +166,10 @@ pub async fn run_eval(
 
     let concurrency = config.concurrency.max(1);
     let mut pending = jobs.into_iter();
-    let mut running: JoinSet<Result<ResultRecord>> = JoinSet::new();
+    let mut running: JoinSet<Result<JobOutcome>> = JoinSet::new();
     let mut ran = 0usize;
+    let mut failed: Vec<FailedJob> = Vec::new();
+    let mut failing_in_a_row = 0usize;
     loop {
         while running.len() < concurrency {
             let Some((job, strategy)) = pending.next() else {
@@ -167,7 +186,22 @@ pub async fn run_eval(
             break;
         };
         let record = match joined {
-            Ok(Ok(record)) => record,
+            Ok(Ok(JobOutcome::Done(record))) => *record,
+            Ok(Ok(JobOutcome::Failed(job))) => {
+                failing_in_a_row += 1;
+                failed.push(job);
+                if failing_in_a_row >= config.max_consecutive_failures.max(1) {
+                    running.abort_all();
+                    let last = failed.last().map(|f| f.error.clone()).unwrap_or_default();
+                    return Err(EvalError::BackendFailing {
+                        count: failing_in_a_row,
+                        last,
+                    });
+                }
+                snapshot.failed = failed.len();
+                progress.update(&snapshot);
+                continue;
+            }
             Ok(Err(e)) => {
                 running.abort_all();
                 return Err(e);
@@ -182,20 +216,23 @@ pub async fn run_eval(
             return Err(e);
         }
         ran += 1;
+        failing_in_a_row = 0;
         accuracy_sum += record.metrics.accuracy;
         let elapsed = started.elapsed();
-        let remaining = total - resumed - ran;
+        let attempted = ran + failed.len();
+        let remaining = total.saturating_sub(resumed + attempted);
         snapshot = ProgressSnapshot {
             done: resumed + ran,
             total,
             resumed,
             accuracy: accuracy_sum / (resumed + ran) as f64,
             elapsed,
-            eta: Some(elapsed.mul_f64(remaining as f64 / ran as f64)),
+            eta: Some(elapsed.mul_f64(remaining as f64 / attempted as f64)),
             last: Some(format!(
                 "{}/{} {}",
                 record.dataset, record.id, record.strategy
             )),
+            failed: failed.len(),
         };
         progress.update(&snapshot);
     }
@@ -206,6 +243,7 @@ pub async fn run_eval(
         total,
         resumed,
         ran,
+        failed,
         skipped,
         summary,
         notes,
@@ -232,7 +270,7 @@ async fn run_job(
     factory: &dyn CtxFactory,
     out_dir: &Path,
     retrieval_k: usize,
-) -> Result<ResultRecord> {
+) -> Result<JobOutcome> {
     let question = job.example.prompt_question();
     let rec = Recorder::new(&question, &job.strategy);
     let ctx = factory.make(&job, rec.clone())?;
@@ -248,6 +286,21 @@ async fn run_job(
         ),
         Err(e) => return Err(e.into()),
     };
+    if trace.answer.trim().is_empty() {
+        if let Some(backend_error) = first_backend_error(&trace) {
+            let Job {
+                dataset,
+                example,
+                strategy,
+            } = job;
+            return Ok(JobOutcome::Failed(FailedJob {
+                dataset,
+                id: example.id.clone(),
+                strategy,
+                error: backend_error,
+            }));
+        }
+    }
     let error = error.or_else(|| {
         (trace.best_effort && trace.answer.is_empty())
             .then(|| trace.notes.join("; "))
@@ -256,14 +309,24 @@ async fn run_job(
     let relative = trace_path(&job);
     let json = serde_json::to_vec_pretty(&trace).map_err(|e| EvalError::Config(e.to_string()))?;
     write_atomic(&out_dir.join(&relative), &json)?;
-    Ok(score_record(
+    Ok(JobOutcome::Done(Box::new(score_record(
         &job,
         &trace,
         seconds,
         retrieval_k,
         error,
         Some(relative),
-    ))
+    ))))
+}
+
+/// The first model or retrieval call in the trace that failed.
+fn first_backend_error(trace: &Trace) -> Option<String> {
+    trace.events.iter().find_map(|e| match &e.kind {
+        EventKind::LlmCall { error: Some(m), .. } | EventKind::Retrieval { error: Some(m), .. } => {
+            Some(m.clone())
+        }
+        _ => None,
+    })
 }
 
 /// `traces/<strategy>/<dataset>/<id>.json`; ids with characters unsafe in file names are cleaned and

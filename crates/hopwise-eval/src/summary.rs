@@ -111,7 +111,8 @@ fn cell(strategy: &str, dataset: Option<&str>, records: &[&ResultRecord]) -> Cel
     }
 }
 
-/// Aggregates records. A key (dataset, id, strategy) seen twice counts once (the first).
+/// Aggregates records. A key (dataset, id, strategy) seen twice counts once (the first). Strategies
+/// are listed in catalog order, datasets in order of first appearance.
 pub fn summarize(records: &[ResultRecord]) -> Summary {
     let mut seen = HashSet::new();
     let unique: Vec<&ResultRecord> = records.iter().filter(|r| seen.insert(r.key())).collect();
@@ -125,6 +126,14 @@ pub fn summarize(records: &[ResultRecord]) -> Summary {
             datasets.push(r.dataset.clone());
         }
     }
+    // Known strategies in catalog order (baselines after ToQD), others after them as first seen.
+    let catalog_rank = |s: &String| {
+        hopwise_reason::strategy::CATALOG
+            .iter()
+            .position(|(name, _)| name == s)
+            .unwrap_or(usize::MAX)
+    };
+    strategies.sort_by_key(catalog_rank);
     let mut cells = Vec::new();
     let mut overall = Vec::new();
     let mut by_type = Vec::new();

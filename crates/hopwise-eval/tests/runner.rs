@@ -267,3 +267,98 @@ async fn bad_dataset_lines_are_skipped_and_reported() {
     .expect_err("nothing loads");
     assert!(err.to_string().contains("empty.jsonl:1"), "{err}");
 }
+
+/// Fails every call whose question has number 1 (or every call, with `all`), like a dead server.
+struct FailingLlm {
+    all: bool,
+    inner: hopwise_core::scripted::ScriptedLlm,
+}
+
+#[async_trait::async_trait]
+impl hopwise_core::Llm for FailingLlm {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    async fn chat(
+        &self,
+        request: &hopwise_core::ChatRequest,
+    ) -> hopwise_core::Result<hopwise_core::ChatResponse> {
+        let text: String = request
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        if self.all || common::number_in(&text) == Some(1) {
+            return Err(hopwise_core::Error::backend(
+                "test",
+                hopwise_core::BackendErrorKind::Connection,
+                "connection refused",
+            ));
+        }
+        self.inner.chat(request).await
+    }
+}
+
+fn failing_factory(all: bool) -> Arc<dyn hopwise_eval::CtxFactory> {
+    let llm = Arc::new(FailingLlm {
+        all,
+        inner: common::model(Duration::ZERO),
+    });
+    Arc::new(
+        move |_job: &hopwise_eval::Job,
+              rec: hopwise_core::Recorder|
+              -> hopwise_eval::Result<hopwise_reason::Ctx> {
+            Ok(hopwise_reason::Ctx::new(
+                llm.clone(),
+                Arc::new(hopwise_core::Prompts::default()),
+                rec,
+            ))
+        },
+    )
+}
+
+#[tokio::test]
+async fn backend_failures_are_not_written_and_are_retried_by_the_next_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = write_dataset(dir.path(), "alpha", 6);
+    let out = dir.path().join("out");
+    let cfg = config(vec![a], &["direct", "cot"], &out);
+    let first = run_eval(&cfg, failing_factory(false), &NoProgress)
+        .await
+        .expect("run");
+    assert_eq!(first.ran, 10);
+    assert_eq!(first.failed.len(), 2, "alpha-1 with both strategies");
+    assert!(first
+        .failed
+        .iter()
+        .all(|f| f.id == "alpha-1" && f.error.contains("connection refused")));
+    assert_eq!(raw_lines(&out).len(), 10);
+    let second = run_eval(&cfg, factory(Duration::ZERO, false), &NoProgress)
+        .await
+        .expect("rerun");
+    assert_eq!(
+        (second.resumed, second.ran, second.failed.len()),
+        (10, 2, 0)
+    );
+    assert_eq!(raw_lines(&out).len(), 12);
+}
+
+#[tokio::test]
+async fn a_dead_backend_stops_the_run_with_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = write_dataset(dir.path(), "alpha", 20);
+    let out = dir.path().join("out");
+    let err = run_eval(
+        &config(vec![a], &["direct"], &out),
+        failing_factory(true),
+        &NoProgress,
+    )
+    .await
+    .expect_err("dead backend");
+    assert!(
+        matches!(err, EvalError::BackendFailing { count: 5, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("connection refused"), "{err}");
+    assert!(raw_lines(&out).is_empty());
+}
