@@ -6,6 +6,8 @@
 //! - [`runner`]: [`run_eval`] runs datasets × strategies through a caller-given context factory,
 //!   appending one fsync'd line per job to `results.jsonl` and resuming from it.
 //! - [`summary`]: `summary.md` / `summary.json`, recomputed from `results.jsonl`.
+//! - [`retrieval_eval`]: query-rewriting methods (native, HyDE, sub-question, multi-query, ToQD)
+//!   scored by Hits/MAP/MRR@K against gold evidence.
 //! - [`plots`]: accuracy vs retrieval rounds, per-type accuracy (PNG + SVG).
 
 pub mod config;
@@ -16,6 +18,7 @@ pub mod metrics;
 pub mod plots;
 pub mod progress;
 pub mod results;
+pub mod retrieval_eval;
 pub mod runner;
 pub mod summary;
 
@@ -25,5 +28,6 @@ pub use dataset::{load_dataset, Dataset, Example, Task};
 pub use error::{EvalError, Result};
 pub use progress::{IndicatifProgress, NoProgress, ProgressSink, ProgressSnapshot};
 pub use results::{read_results, ResultRecord, ResultsLog};
+pub use retrieval_eval::{retrieval_eval, write_retrieval_report, QueryMethod, RetrievalEvalConfig, RetrievalReport};
 pub use runner::{regenerate_reports, run_eval, CtxFactory, FailedJob, Job, RunOutcome};
 pub use summary::{render_markdown, summarize, write_summary, Summary};

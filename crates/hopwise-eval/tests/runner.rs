@@ -362,3 +362,11 @@ async fn a_dead_backend_stops_the_run_with_a_clear_error() {
     assert!(err.to_string().contains("connection refused"), "{err}");
     assert!(raw_lines(&out).is_empty());
 }
+
+#[test]
+fn the_run_future_can_be_spawned() {
+    fn assert_send<T: Send>(_: &T) {}
+    let cfg = config(vec![], &["direct"], std::path::Path::new("/nonexistent"));
+    let fut = run_eval(&cfg, factory(Duration::ZERO, false), &NoProgress);
+    assert_send(&fut);
+}
