@@ -95,3 +95,60 @@ impl Llm for ScriptedLlm {
         Ok(ChatResponse { choices, usage, grammar_used: false })
     }
 }
+
+/// An in-memory retriever for tests: ranks fixed passages by how many query words they share.
+#[derive(Clone, Default)]
+pub struct StaticRetriever {
+    passages: Arc<Vec<crate::Passage>>,
+}
+
+impl StaticRetriever {
+    pub fn new(passages: Vec<crate::Passage>) -> Self {
+        Self { passages: Arc::new(passages) }
+    }
+
+    /// Convenience: passages from `(title, text)` pairs, ids `p0`, `p1`, ….
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        Self::new(
+            pairs
+                .iter()
+                .enumerate()
+                .map(|(i, (title, text))| crate::Passage {
+                    id: format!("p{i}"),
+                    title: title.to_string(),
+                    text: text.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+        )
+    }
+}
+
+#[async_trait]
+impl crate::Retriever for StaticRetriever {
+    fn name(&self) -> &str {
+        "static"
+    }
+
+    async fn retrieve(&self, query: &str, k: usize) -> Result<Vec<crate::Passage>> {
+        let words = |s: &str| -> std::collections::HashSet<String> {
+            crate::text::normalize_answer(s).split_whitespace().map(str::to_string).collect()
+        };
+        let q = words(query);
+        let mut scored: Vec<(usize, crate::Passage)> = self
+            .passages
+            .iter()
+            .map(|p| (words(&format!("{} {}", p.title, p.text)).intersection(&q).count(), p.clone()))
+            .filter(|(s, _)| *s > 0)
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+        Ok(scored
+            .into_iter()
+            .take(k)
+            .map(|(s, mut p)| {
+                p.score = s as f32;
+                p
+            })
+            .collect())
+    }
+}

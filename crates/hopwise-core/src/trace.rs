@@ -256,6 +256,10 @@ impl Recorder {
         }
     }
 
+    pub fn strategy(&self) -> String {
+        self.lock().strategy.clone()
+    }
+
     pub fn set_meta(&self, model: &str, retriever: Option<&str>) {
         let mut t = self.lock();
         t.model = model.to_string();

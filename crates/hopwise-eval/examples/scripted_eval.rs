@@ -20,33 +20,18 @@ fn scripted_model() -> ScriptedLlm {
     ScriptedLlm::new()
         .on_fn("Follow-up questions so far", |prompt, _| {
             if prompt.contains("(none yet)") {
-                let q = prompt
-                    .split("Question: ")
-                    .nth(1)
-                    .and_then(|s| s.lines().next())
-                    .unwrap_or("?");
+                let q = prompt.split("Question: ").nth(1).and_then(|s| s.lines().next()).unwrap_or("?");
                 format!("Follow up: {q}")
             } else {
-                let last = prompt
-                    .rsplit("Intermediate answer: ")
-                    .next()
-                    .and_then(|s| s.lines().next())
-                    .unwrap_or("");
+                let last = prompt.rsplit("Intermediate answer: ").next().and_then(|s| s.lines().next()).unwrap_or("");
                 format!("So the final answer is: {last}")
             }
         })
         .on_fn("Passages:", |prompt, _| {
-            let title = prompt
-                .split("[1] ")
-                .nth(1)
-                .and_then(|s| s.split(':').next())
-                .unwrap_or("unknown");
+            let title = prompt.split("[1] ").nth(1).and_then(|s| s.split(':').next()).unwrap_or("unknown");
             format!("Answer: {title}")
         })
-        .on(
-            "simpler questions",
-            "1. What is the first fact?\n2. What follows from it?",
-        )
+        .on("simpler questions", "1. What is the first fact?\n2. What follows from it?")
         .fallback("Reasoning in a few words.\nAnswer: yes")
 }
 
@@ -55,10 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let data = PathBuf::from(args.get(1).map_or("../shared/data", String::as_str));
     let limit: usize = args.get(2).map_or(Ok(50), |s| s.parse())?;
-    let out = PathBuf::from(
-        args.get(3)
-            .map_or("/tmp/hopwise-scripted-eval", String::as_str),
-    );
+    let out = PathBuf::from(args.get(3).map_or("/tmp/hopwise-scripted-eval", String::as_str));
     let concurrency: usize = args.get(4).map_or(Ok(8), |s| s.parse())?;
     let strategies = [
         "direct",
@@ -72,10 +54,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "plan-solve-rtr",
     ];
     let mut config = EvalConfig::new(
-        vec![
-            data.join("hotpotqa.jsonl"),
-            data.join("2wikimultihopqa.jsonl"),
-        ],
+        vec![data.join("hotpotqa.jsonl"), data.join("2wikimultihopqa.jsonl")],
         strategies.iter().map(|s| s.to_string()).collect(),
         out.clone(),
     );
@@ -85,14 +64,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.retriever = Some("example-context-bm25".into());
     let llm = scripted_model();
     let prompts = Arc::new(Prompts::default());
-    let factory = Arc::new(
-        move |job: &Job, rec: Recorder| -> hopwise_eval::Result<Ctx> {
-            let retriever: Arc<dyn Retriever> =
-                Arc::new(ExampleContextRetriever::new(&job.example));
-            Ok(Ctx::new(Arc::new(llm.clone()), prompts.clone(), rec)
-                .with_retriever(Some(retriever)))
-        },
-    );
+    let factory = Arc::new(move |job: &Job, rec: Recorder| -> hopwise_eval::Result<Ctx> {
+        let retriever: Arc<dyn Retriever> = Arc::new(ExampleContextRetriever::new(&job.example));
+        Ok(Ctx::new(Arc::new(llm.clone()), prompts.clone(), rec).with_retriever(Some(retriever)))
+    });
     let started = Instant::now();
     let outcome = run_eval(&config, factory, &IndicatifProgress::new()).await?;
     let secs = started.elapsed().as_secs_f64();

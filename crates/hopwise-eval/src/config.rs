@@ -66,10 +66,7 @@ impl EvalConfig {
     }
 
     pub fn options_for(&self, strategy: &str) -> StrategyOptions {
-        self.strategy_options
-            .get(strategy)
-            .cloned()
-            .unwrap_or_default()
+        self.strategy_options.get(strategy).cloned().unwrap_or_default()
     }
 
     pub fn fingerprint(&self) -> RunFingerprint {
@@ -80,11 +77,7 @@ impl EvalConfig {
             k: self.k,
             prompts_hash: self.prompts_hash.clone(),
             settings: self.settings.clone(),
-            strategy_options: self
-                .strategies
-                .iter()
-                .map(|s| (s.clone(), self.options_for(s)))
-                .collect(),
+            strategy_options: self.strategies.iter().map(|s| (s.clone(), self.options_for(s))).collect(),
         }
     }
 }
@@ -114,11 +107,7 @@ impl RunFingerprint {
             ("model", show(&stored.model), show(&self.model)),
             ("retriever", show(&stored.retriever), show(&self.retriever)),
             ("k", show(&stored.k), show(&self.k)),
-            (
-                "prompts",
-                stored.prompts_hash.clone(),
-                self.prompts_hash.clone(),
-            ),
+            ("prompts", stored.prompts_hash.clone(), self.prompts_hash.clone()),
             ("settings", show(&stored.settings), show(&self.settings)),
         ];
         for (what, before, now) in checks {
@@ -128,10 +117,7 @@ impl RunFingerprint {
         }
         for (name, options) in &self.strategy_options {
             if let Some(before) = stored.strategy_options.get(name).filter(|b| *b != options) {
-                return Some(format!(
-                    "options of `{name}` were {:?}, now {:?}",
-                    before.0, options.0
-                ));
+                return Some(format!("options of `{name}` were {:?}, now {:?}", before.0, options.0));
             }
         }
         None
@@ -144,21 +130,15 @@ pub fn check_run_dir(out_dir: &Path, current: &RunFingerprint) -> Result<()> {
     let path = out_dir.join("run.json");
     let merged = match std::fs::read(&path) {
         Ok(bytes) => {
-            let stored: RunFingerprint =
-                serde_json::from_slice(&bytes).map_err(|e| EvalError::ConfigMismatch {
-                    out_dir: out_dir.to_path_buf(),
-                    difference: format!("run.json cannot be read: {e}"),
-                })?;
+            let stored: RunFingerprint = serde_json::from_slice(&bytes).map_err(|e| EvalError::ConfigMismatch {
+                out_dir: out_dir.to_path_buf(),
+                difference: format!("run.json cannot be read: {e}"),
+            })?;
             if let Some(difference) = current.difference(&stored) {
-                return Err(EvalError::ConfigMismatch {
-                    out_dir: out_dir.to_path_buf(),
-                    difference,
-                });
+                return Err(EvalError::ConfigMismatch { out_dir: out_dir.to_path_buf(), difference });
             }
             let mut merged = stored;
-            merged
-                .strategy_options
-                .extend(current.strategy_options.clone());
+            merged.strategy_options.extend(current.strategy_options.clone());
             merged
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -209,10 +189,7 @@ mod tests {
         other.model = "m2".into();
         let err = check_run_dir(dir.path(), &other.fingerprint()).expect_err("model differs");
         let msg = err.to_string();
-        assert!(
-            msg.contains("model was \"m1\", now \"m2\"") && msg.contains("new --out"),
-            "{msg}"
-        );
+        assert!(msg.contains("model was \"m1\", now \"m2\"") && msg.contains("new --out"), "{msg}");
 
         let mut k = c.clone();
         k.k = 10;
@@ -222,21 +199,14 @@ mod tests {
         let mut o = StrategyOptions::default();
         o.set("samples", serde_json::json!(3));
         opts.strategy_options.insert("cot".into(), o);
-        assert!(
-            check_run_dir(dir.path(), &opts.fingerprint()).is_err(),
-            "options of a finished strategy changed"
-        );
+        assert!(check_run_dir(dir.path(), &opts.fingerprint()).is_err(), "options of a finished strategy changed");
 
         let mut more = c.clone();
         more.strategies.push("direct".into());
         check_run_dir(dir.path(), &more.fingerprint()).expect("adding a strategy is fine");
         let stored: RunFingerprint =
-            serde_json::from_slice(&std::fs::read(dir.path().join("run.json")).expect("read"))
-                .expect("parse");
-        assert!(
-            stored.strategy_options.contains_key("direct")
-                && stored.strategy_options.contains_key("cot")
-        );
+            serde_json::from_slice(&std::fs::read(dir.path().join("run.json")).expect("read")).expect("parse");
+        assert!(stored.strategy_options.contains_key("direct") && stored.strategy_options.contains_key("cot"));
     }
 
     #[test]

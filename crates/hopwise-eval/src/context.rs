@@ -19,10 +19,7 @@ pub struct ExampleContextRetriever {
 }
 
 fn terms(s: &str) -> Vec<String> {
-    normalize_answer(s)
-        .split_whitespace()
-        .map(str::to_string)
-        .collect()
+    normalize_answer(s).split_whitespace().map(str::to_string).collect()
 }
 
 impl ExampleContextRetriever {
@@ -39,10 +36,7 @@ impl ExampleContextRetriever {
                 ..Default::default()
             })
             .collect();
-        let docs = passages
-            .iter()
-            .map(|p| terms(&format!("{} {}", p.title, p.text)))
-            .collect();
+        let docs = passages.iter().map(|p| terms(&format!("{} {}", p.title, p.text))).collect();
         Self { passages, docs }
     }
 
@@ -56,15 +50,8 @@ impl ExampleContextRetriever {
         let mut query_terms = terms(query);
         query_terms.sort();
         query_terms.dedup();
-        let doc_freq: HashMap<&str, usize> = query_terms
-            .iter()
-            .map(|t| {
-                (
-                    t.as_str(),
-                    self.docs.iter().filter(|d| d.contains(t)).count(),
-                )
-            })
-            .collect();
+        let doc_freq: HashMap<&str, usize> =
+            query_terms.iter().map(|t| (t.as_str(), self.docs.iter().filter(|d| d.contains(t)).count())).collect();
         let mut scored: Vec<(usize, f64)> = self
             .docs
             .iter()
@@ -87,10 +74,7 @@ impl ExampleContextRetriever {
         scored
             .into_iter()
             .take(k)
-            .map(|(i, score)| Passage {
-                score: score as f32,
-                ..self.passages[i].clone()
-            })
+            .map(|(i, score)| Passage { score: score as f32, ..self.passages[i].clone() })
             .collect()
     }
 }
@@ -112,36 +96,21 @@ mod tests {
 
     #[test]
     fn ranks_the_matching_paragraph_first() {
-        let p = |t: &str, x: &str| Paragraph {
-            title: t.into(),
-            text: x.into(),
-            supporting: false,
-        };
+        let p = |t: &str, x: &str| Paragraph { title: t.into(), text: x.into(), supporting: false };
         let ex = Example {
             id: "e".into(),
             paragraphs: vec![
                 p("Toto", "Toto is an American rock band formed in 1977."),
-                p(
-                    "Neil Peart",
-                    "Neil Peart was the drummer of the Canadian band Rush.",
-                ),
-                p(
-                    "Rush",
-                    "Rush was a Canadian rock band; it released Counterparts.",
-                ),
+                p("Neil Peart", "Neil Peart was the drummer of the Canadian band Rush."),
+                p("Rush", "Rush was a Canadian rock band; it released Counterparts."),
             ],
             ..Default::default()
         };
         let r = ExampleContextRetriever::new(&ex);
         let top = r.rank("Which Canadian band released Counterparts?", 2);
-        assert_eq!(
-            top.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
-            vec!["e#2", "e#1"]
-        );
+        assert_eq!(top.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), vec!["e#2", "e#1"]);
         assert!(top[0].score > top[1].score);
         assert!(r.rank("anything", 0).is_empty());
-        assert!(ExampleContextRetriever::new(&Example::default())
-            .rank("x", 3)
-            .is_empty());
+        assert!(ExampleContextRetriever::new(&Example::default()).rank("x", 3).is_empty());
     }
 }

@@ -92,32 +92,22 @@ pub const FEVER_LABELS: [&str; 3] = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"];
 /// Loads a dataset file. Records that cannot be read are skipped and listed in `skipped`; an error is
 /// returned only if the file cannot be read or no record loads.
 pub fn load_dataset(path: &Path) -> Result<Dataset> {
-    let src = std::fs::read_to_string(path).map_err(|e| EvalError::Read {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    let name = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("dataset")
-        .to_string();
+    let src = std::fs::read_to_string(path).map_err(|e| EvalError::Read { path: path.to_path_buf(), source: e })?;
+    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("dataset").to_string();
     let file = path.display().to_string();
     let mut examples = Vec::new();
     let mut skipped = Vec::new();
     let mut seen = HashSet::new();
     let mut push = |location: String, result: std::result::Result<Example, String>| match result {
-        Ok(ex) if !seen.insert(ex.id.clone()) => skipped.push(SkippedRecord {
-            location,
-            message: format!("duplicate id `{}`", ex.id),
-        }),
+        Ok(ex) if !seen.insert(ex.id.clone()) => {
+            skipped.push(SkippedRecord { location, message: format!("duplicate id `{}`", ex.id) })
+        }
         Ok(ex) => examples.push(ex),
         Err(message) => skipped.push(SkippedRecord { location, message }),
     };
     if src.trim_start().starts_with('[') {
-        let items: Vec<Value> = serde_json::from_str(&src).map_err(|e| EvalError::Dataset {
-            path: path.to_path_buf(),
-            message: format!("not a JSON array: {e}"),
-        })?;
+        let items: Vec<Value> = serde_json::from_str(&src)
+            .map_err(|e| EvalError::Dataset { path: path.to_path_buf(), message: format!("not a JSON array: {e}") })?;
         for (i, item) in items.into_iter().enumerate() {
             push(format!("{file}:item {i}"), parse_record(item, i));
         }
@@ -133,22 +123,10 @@ pub fn load_dataset(path: &Path) -> Result<Dataset> {
         }
     }
     if examples.is_empty() {
-        let first = skipped
-            .first()
-            .map(ToString::to_string)
-            .unwrap_or_else(|| "the file is empty".into());
-        return Err(EvalError::EmptyDataset {
-            path: path.to_path_buf(),
-            skipped: skipped.len(),
-            first,
-        });
+        let first = skipped.first().map(ToString::to_string).unwrap_or_else(|| "the file is empty".into());
+        return Err(EvalError::EmptyDataset { path: path.to_path_buf(), skipped: skipped.len(), first });
     }
-    Ok(Dataset {
-        name,
-        path: path.to_path_buf(),
-        examples,
-        skipped,
-    })
+    Ok(Dataset { name, path: path.to_path_buf(), examples, skipped })
 }
 
 /// Recognises one record's format by its keys and converts it. `index` names records that carry no id.
@@ -171,10 +149,7 @@ pub fn parse_record(value: Value, index: usize) -> std::result::Result<Example, 
         from_strategyqa(obj)?
     } else {
         let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
-        return Err(format!(
-            "unrecognised record format (keys: {})",
-            keys.join(", ")
-        ));
+        return Err(format!("unrecognised record format (keys: {})", keys.join(", ")));
     };
     if example.question.trim().is_empty() {
         return Err("empty question".into());
@@ -208,10 +183,7 @@ impl AnyId {
 
 fn uniq(items: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut seen = HashSet::new();
-    items
-        .into_iter()
-        .filter(|s| !s.is_empty() && seen.insert(s.clone()))
-        .collect()
+    items.into_iter().filter(|s| !s.is_empty() && seen.insert(s.clone())).collect()
 }
 
 fn is_fever_label_set(answers: &[String]) -> bool {
@@ -242,22 +214,10 @@ struct NormalisedParagraph {
 }
 
 fn from_normalised(obj: Map<String, Value>) -> std::result::Result<Example, String> {
-    let meta_pointers = obj
-        .get("meta")
-        .and_then(|m| m.get("evidence_pointers"))
-        .cloned();
+    let meta_pointers = obj.get("meta").and_then(|m| m.get("evidence_pointers")).cloned();
     let r: NormalisedRecord = field(obj)?;
-    let task = if is_fever_label_set(&r.answers) {
-        Task::FactCheck
-    } else {
-        Task::Qa
-    };
-    let mut evidence_titles = uniq(
-        r.paragraphs
-            .iter()
-            .filter(|p| p.supporting)
-            .map(|p| p.title.clone()),
-    );
+    let task = if is_fever_label_set(&r.answers) { Task::FactCheck } else { Task::Qa };
+    let mut evidence_titles = uniq(r.paragraphs.iter().filter(|p| p.supporting).map(|p| p.title.clone()));
     if task == Task::FactCheck {
         evidence_titles.extend(fever_pages(meta_pointers.as_ref()));
     }
@@ -268,20 +228,11 @@ fn from_normalised(obj: Map<String, Value>) -> std::result::Result<Example, Stri
         qtype: r.qtype,
         task,
         evidence_titles: uniq(evidence_titles),
-        evidence_ids: uniq(
-            r.paragraphs
-                .iter()
-                .filter(|p| p.supporting)
-                .filter_map(|p| p.corpus_id.clone()),
-        ),
+        evidence_ids: uniq(r.paragraphs.iter().filter(|p| p.supporting).filter_map(|p| p.corpus_id.clone())),
         paragraphs: r
             .paragraphs
             .into_iter()
-            .map(|p| Paragraph {
-                title: p.title,
-                text: p.text,
-                supporting: p.supporting,
-            })
+            .map(|p| Paragraph { title: p.title, text: p.text, supporting: p.supporting })
             .collect(),
     })
 }
@@ -293,12 +244,7 @@ fn fever_pages(pointers: Option<&Value>) -> Vec<String> {
         if let Value::Array(items) = v {
             // A pointer is an array whose string element is the page (`[page, idx]` or `[ann, ev, page, idx]`).
             if items.iter().any(|x| x.is_number()) {
-                out.extend(
-                    items
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(|s| s.replace('_', " ")),
-                );
+                out.extend(items.iter().filter_map(Value::as_str).map(|s| s.replace('_', " ")));
             } else {
                 items.iter().for_each(|x| walk(x, out));
             }
@@ -333,11 +279,7 @@ fn from_hotpot_like(obj: Map<String, Value>) -> std::result::Result<Example, Str
         .into_iter()
         .map(|(title, sentences)| {
             let supporting = gold.contains(&title);
-            Paragraph {
-                title,
-                text: sentences.concat().trim().to_string(),
-                supporting,
-            }
+            Paragraph { title, text: sentences.concat().trim().to_string(), supporting }
         })
         .collect();
     Ok(Example {
@@ -384,21 +326,12 @@ fn from_musique(obj: Map<String, Value>) -> std::result::Result<Example, String>
         answers: uniq(answers),
         qtype,
         task: Task::Qa,
-        evidence_titles: uniq(
-            r.paragraphs
-                .iter()
-                .filter(|p| p.is_supporting)
-                .map(|p| p.title.clone()),
-        ),
+        evidence_titles: uniq(r.paragraphs.iter().filter(|p| p.is_supporting).map(|p| p.title.clone())),
         evidence_ids: Vec::new(),
         paragraphs: r
             .paragraphs
             .into_iter()
-            .map(|p| Paragraph {
-                title: p.title,
-                text: p.paragraph_text,
-                supporting: p.is_supporting,
-            })
+            .map(|p| Paragraph { title: p.title, text: p.paragraph_text, supporting: p.is_supporting })
             .collect(),
     })
 }
@@ -422,16 +355,10 @@ struct MultihopRagEvidence {
     fact: String,
 }
 
-fn from_multihop_rag(
-    obj: Map<String, Value>,
-    index: usize,
-) -> std::result::Result<Example, String> {
+fn from_multihop_rag(obj: Map<String, Value>, index: usize) -> std::result::Result<Example, String> {
     let r: MultihopRagRecord = field(obj)?;
     Ok(Example {
-        id: r
-            .id
-            .map(AnyId::into_string)
-            .unwrap_or_else(|| format!("multihoprag-{index}")),
+        id: r.id.map(AnyId::into_string).unwrap_or_else(|| format!("multihoprag-{index}")),
         question: r.query,
         answers: vec![r.answer],
         qtype: r.question_type,
@@ -441,11 +368,7 @@ fn from_multihop_rag(
         paragraphs: r
             .evidence_list
             .into_iter()
-            .map(|e| Paragraph {
-                title: e.title,
-                text: e.fact,
-                supporting: true,
-            })
+            .map(|e| Paragraph { title: e.title, text: e.fact, supporting: true })
             .collect(),
     })
 }
@@ -514,10 +437,7 @@ mod tests {
 
         let wiki = json!({"_id": "w1", "question": "Q?", "answer": "A", "type": "comparison",
             "supporting_facts": [["X", 0]], "context": [["X", ["x"]]], "evidences": [["X", "r", "Y"]]});
-        assert_eq!(
-            parse_record(wiki, 0).expect("2wiki").qtype.as_deref(),
-            Some("comparison")
-        );
+        assert_eq!(parse_record(wiki, 0).expect("2wiki").qtype.as_deref(), Some("comparison"));
 
         let musique = json!({"id": "3hop1__1_2_3", "question": "Q?", "answer": "A", "answer_aliases": ["A1", "A"],
             "paragraphs": [{"idx": 0, "title": "P", "paragraph_text": "t", "is_supporting": true},
@@ -530,17 +450,10 @@ mod tests {
         let rag = json!({"query": "Q?", "answer": "Yes", "question_type": "comparison_query",
             "evidence_list": [{"title": "Art", "fact": "f", "source": "s"}]});
         let r = parse_record(rag, 7).expect("multihop-rag");
-        assert_eq!(
-            (r.id.as_str(), r.evidence_titles.len()),
-            ("multihoprag-7", 1)
-        );
+        assert_eq!((r.id.as_str(), r.evidence_titles.len()), ("multihoprag-7", 1));
 
-        let sqa =
-            json!({"qid": "s1", "term": "t", "question": "Is it?", "answer": false, "facts": []});
-        assert_eq!(
-            parse_record(sqa, 0).expect("strategyqa").answers,
-            vec!["no"]
-        );
+        let sqa = json!({"qid": "s1", "term": "t", "question": "Is it?", "answer": false, "facts": []});
+        assert_eq!(parse_record(sqa, 0).expect("strategyqa").answers, vec!["no"]);
 
         let fever = json!({"id": 42, "verifiable": "VERIFIABLE", "label": "REFUTES", "claim": "C.",
             "evidence": [[[1, 2, "Some_Page", 0]], [[3, 4, "Other", 2]]]});
@@ -581,24 +494,11 @@ mod tests {
         std::fs::write(&path, lines.join("\n")).expect("write");
         let ds = load_dataset(&path).expect("loads the good lines");
         assert_eq!(ds.name, "mini");
-        assert_eq!(
-            ds.examples
-                .iter()
-                .map(|e| e.id.as_str())
-                .collect::<Vec<_>>(),
-            vec!["1", "4"]
-        );
-        let locs: Vec<String> = ds
-            .skipped
-            .iter()
-            .map(|s| s.location.rsplit(':').next().unwrap_or("").to_string())
-            .collect();
+        assert_eq!(ds.examples.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), vec!["1", "4"]);
+        let locs: Vec<String> =
+            ds.skipped.iter().map(|s| s.location.rsplit(':').next().unwrap_or("").to_string()).collect();
         assert_eq!(locs, vec!["2", "3", "5", "6"]);
-        assert!(
-            ds.skipped[0].message.contains("missing field `question`"),
-            "{}",
-            ds.skipped[0].message
-        );
+        assert!(ds.skipped[0].message.contains("missing field `question`"), "{}", ds.skipped[0].message);
         assert!(ds.skipped[2].message.contains("duplicate"));
 
         std::fs::write(&path, "{\"id\": 1}\n").expect("write");
@@ -622,35 +522,20 @@ mod tests {
     #[test]
     fn loads_the_shared_dev_files_when_present() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-        for name in [
-            "hotpotqa",
-            "2wikimultihopqa",
-            "musique",
-            "multihop_rag",
-            "strategyqa",
-            "fever",
-            "bamboogle",
-        ] {
+        for name in ["hotpotqa", "2wikimultihopqa", "musique", "multihop_rag", "strategyqa", "fever", "bamboogle"] {
             let path = dir.join(format!("{name}.jsonl"));
             if !path.exists() {
                 eprintln!("skipping {name}: {} not found", path.display());
                 continue;
             }
-            let rows = std::fs::read_to_string(&path)
-                .expect(name)
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .count();
+            let rows = std::fs::read_to_string(&path).expect(name).lines().filter(|l| !l.trim().is_empty()).count();
             let ds = load_dataset(&path).expect(name);
             assert_eq!(ds.examples.len(), rows, "{name}: {:?}", ds.skipped.first());
             assert!(ds.skipped.is_empty());
             assert!(ds.examples.iter().all(|e| !e.answers.is_empty()));
             match name {
                 "fever" => assert!(ds.examples.iter().all(|e| e.task == Task::FactCheck)),
-                "hotpotqa" => assert!(ds
-                    .examples
-                    .iter()
-                    .all(|e| e.evidence_titles.len() == 2 && e.task == Task::Qa)),
+                "hotpotqa" => assert!(ds.examples.iter().all(|e| e.evidence_titles.len() == 2 && e.task == Task::Qa)),
                 "multihop_rag" => assert!(ds.examples.iter().any(|e| !e.evidence_ids.is_empty())),
                 _ => {}
             }

@@ -10,17 +10,12 @@ use serde::{Deserialize, Serialize};
 use crate::dataset::FEVER_LABELS;
 
 fn tokens(s: &str) -> Vec<String> {
-    normalize_answer(s)
-        .split_whitespace()
-        .map(str::to_string)
-        .collect()
+    normalize_answer(s).split_whitespace().map(str::to_string).collect()
 }
 
 /// Exact match after normalisation.
 pub fn exact_match(prediction: &str, gold: &str) -> f64 {
-    f64::from(u8::from(
-        normalize_answer(prediction) == normalize_answer(gold),
-    ))
+    f64::from(u8::from(normalize_answer(prediction) == normalize_answer(gold)))
 }
 
 /// Cover-EM (ToQD's metric): the normalised gold occurs in the normalised prediction. Matched on
@@ -69,11 +64,7 @@ pub fn rouge_l(prediction: &str, gold: &str) -> f64 {
     for pt in &p {
         let mut cur = vec![0usize; g.len() + 1];
         for (j, gt) in g.iter().enumerate() {
-            cur[j + 1] = if pt == gt {
-                prev[j] + 1
-            } else {
-                cur[j].max(prev[j + 1])
-            };
+            cur[j + 1] = if pt == gt { prev[j] + 1 } else { cur[j].max(prev[j + 1]) };
         }
         prev = cur;
     }
@@ -130,12 +121,7 @@ pub fn score_answer(prediction: &str, golds: &[String]) -> AnswerScores {
         let s = match gold_yes_no(gold) {
             Some(g) => {
                 let hit = f64::from(u8::from(yes_no(prediction) == Some(g)));
-                AnswerScores {
-                    cover_em: hit,
-                    em: hit,
-                    f1: hit,
-                    rouge_l: rouge_l(prediction, gold),
-                }
+                AnswerScores { cover_em: hit, em: hit, f1: hit, rouge_l: rouge_l(prediction, gold) }
             }
             None => AnswerScores {
                 cover_em: cover_em(prediction, gold),
@@ -191,17 +177,10 @@ pub struct RetrievalScores {
 /// against `gold`. Keys are compared as given; callers normalise them (e.g. titles) first.
 pub fn retrieval_scores(ranked: &[String], gold: &HashSet<String>, k: usize) -> RetrievalScores {
     if gold.is_empty() || k == 0 {
-        return RetrievalScores {
-            k,
-            ..Default::default()
-        };
+        return RetrievalScores { k, ..Default::default() };
     }
     let mut seen = HashSet::new();
-    let top: Vec<&String> = ranked
-        .iter()
-        .filter(|key| seen.insert(key.as_str()))
-        .take(k)
-        .collect();
+    let top: Vec<&String> = ranked.iter().filter(|key| seen.insert(key.as_str())).take(k).collect();
     let mut found = 0usize;
     let mut precision_sum = 0.0;
     let mut mrr = 0.0;
@@ -214,18 +193,11 @@ pub fn retrieval_scores(ranked: &[String], gold: &HashSet<String>, k: usize) -> 
             }
         }
     }
-    RetrievalScores {
-        k,
-        hits: found as f64 / gold.len() as f64,
-        map: precision_sum / gold.len().min(k) as f64,
-        mrr,
-    }
+    RetrievalScores { k, hits: found as f64 / gold.len() as f64, map: precision_sum / gold.len().min(k) as f64, mrr }
 }
 
 pub fn mean(values: impl IntoIterator<Item = f64>) -> f64 {
-    let (sum, n) = values
-        .into_iter()
-        .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    let (sum, n) = values.into_iter().fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     if n == 0 {
         0.0
     } else {
@@ -241,9 +213,7 @@ pub fn breakdown<K: Ord>(items: impl IntoIterator<Item = (K, f64)>) -> BTreeMap<
         e.0 += 1;
         e.1 += v;
     }
-    acc.into_iter()
-        .map(|(k, (n, sum))| (k, (n, sum / n as f64)))
-        .collect()
+    acc.into_iter().map(|(k, (n, sum))| (k, (n, sum / n as f64))).collect()
 }
 
 #[cfg(test)]
@@ -277,10 +247,7 @@ mod tests {
     #[test]
     fn rouge_l_hand_computed() {
         // pred [police, killed, gunman], gold [police, kill, gunman]: LCS 2, P = R = 2/3, F = 2/3.
-        assert!(close(
-            rouge_l("police killed the gunman", "police kill the gunman"),
-            2.0 / 3.0
-        ));
+        assert!(close(rouge_l("police killed the gunman", "police kill the gunman"), 2.0 / 3.0));
         // pred [a, b, c, d], gold [a, c]: LCS 2, P 1/2, R 1, F 2/3.
         assert!(close(rouge_l("a1 b c d", "a1 c"), 2.0 / 3.0));
         assert_eq!(rouge_l("", "x"), 0.0);
@@ -301,10 +268,7 @@ mod tests {
 
     #[test]
     fn best_over_aliases() {
-        let golds = vec![
-            "Sir Francis Baring, 1st Baronet".to_string(),
-            "Francis Baring".to_string(),
-        ];
+        let golds = vec!["Sir Francis Baring, 1st Baronet".to_string(), "Francis Baring".to_string()];
         let s = score_answer("francis baring", &golds);
         assert_eq!(s.em, 1.0);
         assert_eq!(s.cover_em, 1.0);
@@ -317,10 +281,7 @@ mod tests {
         assert_eq!(label_accuracy("SUPPORTS", "SUPPORTS"), 1.0);
         assert_eq!(label_accuracy("The claim is refuted.", "REFUTES"), 1.0);
         assert_eq!(label_accuracy("Not enough info", "NOT ENOUGH INFO"), 1.0);
-        assert_eq!(
-            label_accuracy("It is not supported by evidence", "SUPPORTS"),
-            0.0
-        );
+        assert_eq!(label_accuracy("It is not supported by evidence", "SUPPORTS"), 0.0);
         assert_eq!(label_accuracy("Yes", "SUPPORTS"), 1.0);
         assert_eq!(label_accuracy("maybe", "NOT ENOUGH INFO"), 0.0);
     }
@@ -328,10 +289,7 @@ mod tests {
     #[test]
     fn retrieval_hand_computed() {
         let gold: HashSet<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
-        let ranked: Vec<String> = ["x", "a", "a", "y", "b"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let ranked: Vec<String> = ["x", "a", "a", "y", "b"].iter().map(|s| s.to_string()).collect();
         // Deduplicated: [x, a, y, b]. Relevant at ranks 2 and 4.
         let s = retrieval_scores(&ranked, &gold, 4);
         assert!(close(s.hits, 1.0));

@@ -31,9 +31,7 @@ fn ensure_font() -> std::result::Result<&'static Path, String> {
     static REGISTERED: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     let result = REGISTERED.get_or_init(|| {
         let from_env = std::env::var_os("HOPWISE_PLOT_FONT").map(PathBuf::from);
-        let candidates = from_env
-            .into_iter()
-            .chain(FONT_CANDIDATES.iter().map(PathBuf::from));
+        let candidates = from_env.into_iter().chain(FONT_CANDIDATES.iter().map(PathBuf::from));
         for path in candidates {
             let Ok(bytes) = std::fs::read(&path) else {
                 continue;
@@ -43,35 +41,20 @@ fn ensure_font() -> std::result::Result<&'static Path, String> {
                 return Ok(path);
             }
         }
-        Err(
-            "no TrueType font found for plot text; set HOPWISE_PLOT_FONT=/path/to/font.ttf"
-                .to_string(),
-        )
+        Err("no TrueType font found for plot text; set HOPWISE_PLOT_FONT=/path/to/font.ttf".to_string())
     });
     result.as_ref().map(PathBuf::as_path).map_err(Clone::clone)
 }
 
 /// Draws every plot into `dir` as SVG and PNG. Returns notes for the user (empty when all drew).
 pub fn draw_all(summary: &Summary, dir: &Path) -> Result<Vec<String>> {
-    ensure_font().map_err(|message| EvalError::Plot {
-        path: dir.to_path_buf(),
-        message,
-    })?;
-    std::fs::create_dir_all(dir).map_err(|e| EvalError::Write {
-        path: dir.to_path_buf(),
-        source: e,
-    })?;
+    ensure_font().map_err(|message| EvalError::Plot { path: dir.to_path_buf(), message })?;
+    std::fs::create_dir_all(dir).map_err(|e| EvalError::Write { path: dir.to_path_buf(), source: e })?;
     let mut notes = Vec::new();
     let rounds = dir.join("accuracy_vs_rounds");
     render(&rounds, (900, 600), summary, Figure::AccuracyVsRounds)?;
     for dataset in &summary.datasets {
-        if summary
-            .by_type
-            .iter()
-            .filter(|c| &c.dataset == dataset)
-            .count()
-            == 0
-        {
+        if summary.by_type.iter().filter(|c| &c.dataset == dataset).count() == 0 {
             continue;
         }
         let stem = dir.join(format!("per_type_{}", sanitize(dataset)));
@@ -83,15 +66,7 @@ pub fn draw_all(summary: &Summary, dir: &Path) -> Result<Vec<String>> {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
 enum Figure<'a> {
@@ -117,10 +92,7 @@ where
 fn render(stem: &Path, size: (u32, u32), summary: &Summary, figure: Figure<'_>) -> Result<()> {
     let svg = stem.with_extension("svg");
     let png = stem.with_extension("png");
-    let fail = |path: &Path, message: String| EvalError::Plot {
-        path: path.to_path_buf(),
-        message,
-    };
+    let fail = |path: &Path, message: String| EvalError::Plot { path: path.to_path_buf(), message };
     {
         let root = SVGBackend::new(&svg, size).into_drawing_area();
         draw_figure(&root, summary, &figure).map_err(|m| fail(&svg, m))?;
@@ -152,11 +124,7 @@ where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE).map_err(err)?;
-    let max_rounds = summary
-        .cells
-        .iter()
-        .map(|c| c.retrieval_rounds)
-        .fold(1.0_f64, f64::max);
+    let max_rounds = summary.cells.iter().map(|c| c.retrieval_rounds).fold(1.0_f64, f64::max);
     let mut chart = ChartBuilder::on(root)
         .caption("Accuracy vs retrieval rounds", (FONT, 22))
         .margin(20)
@@ -175,17 +143,10 @@ where
     for (i, dataset) in summary.datasets.iter().enumerate() {
         let c = color(i);
         let mut points: Vec<(f64, f64, String, i32)> = Vec::new();
-        for cell in summary
-            .cells
-            .iter()
-            .filter(|cell| cell.dataset.as_deref() == Some(dataset.as_str()))
-        {
+        for cell in summary.cells.iter().filter(|cell| cell.dataset.as_deref() == Some(dataset.as_str())) {
             let (x, y) = (cell.retrieval_rounds, 100.0 * cell.accuracy);
             // Stack the labels of points that coincide so they stay readable.
-            let same = placed
-                .iter()
-                .filter(|p| (p.0 - x).abs() < 1e-6 && (p.1 - y).abs() < 1e-6)
-                .count() as i32;
+            let same = placed.iter().filter(|p| (p.0 - x).abs() < 1e-6 && (p.1 - y).abs() < 1e-6).count() as i32;
             placed.push((x, y));
             points.push((x, y, cell.strategy.clone(), same));
         }
@@ -219,19 +180,12 @@ fn draw_per_type<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let cells: Vec<_> = summary
-        .by_type
-        .iter()
-        .filter(|c| c.dataset == dataset)
-        .collect();
+    let cells: Vec<_> = summary.by_type.iter().filter(|c| c.dataset == dataset).collect();
     let mut types: Vec<&str> = cells.iter().map(|c| c.qtype.as_str()).collect();
     types.sort_unstable();
     types.dedup();
-    let strategies: Vec<&String> = summary
-        .strategies
-        .iter()
-        .filter(|s| cells.iter().any(|c| &c.strategy == *s))
-        .collect();
+    let strategies: Vec<&String> =
+        summary.strategies.iter().filter(|s| cells.iter().any(|c| &c.strategy == *s)).collect();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(root)
         .caption(format!("Accuracy by question type: {dataset}"), (FONT, 22))
@@ -255,14 +209,9 @@ where
             .iter()
             .enumerate()
             .filter_map(|(ti, t)| {
-                let cell = cells
-                    .iter()
-                    .find(|x| &x.strategy == *strategy && x.qtype == *t)?;
+                let cell = cells.iter().find(|x| &x.strategy == *strategy && x.qtype == *t)?;
                 let x0 = ti as f64 + 0.1 + si as f64 * width;
-                Some(Rectangle::new(
-                    [(x0, 0.0), (x0 + width * 0.9, 100.0 * cell.accuracy)],
-                    c.filled(),
-                ))
+                Some(Rectangle::new([(x0, 0.0), (x0 + width * 0.9, 100.0 * cell.accuracy)], c.filled()))
             })
             .collect();
         chart
@@ -271,14 +220,10 @@ where
             .label(strategy.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
     }
-    let centered =
-        TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+    let centered = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
     chart
         .draw_series(
-            types
-                .iter()
-                .enumerate()
-                .map(|(i, t)| Text::new(t.to_string(), (i as f64 + 0.5, -5.0), centered.clone())),
+            types.iter().enumerate().map(|(i, t)| Text::new(t.to_string(), (i as f64 + 0.5, -5.0), centered.clone())),
         )
         .map_err(err)?;
     chart
@@ -316,10 +261,7 @@ mod tests {
             records: 4,
             strategies: vec!["cot".into(), "rtr".into()],
             datasets: vec!["hotpotqa".into()],
-            cells: vec![
-                cell("cot", "hotpotqa", 0.5, 0.0),
-                cell("rtr", "hotpotqa", 0.75, 1.0),
-            ],
+            cells: vec![cell("cot", "hotpotqa", 0.5, 0.0), cell("rtr", "hotpotqa", 0.75, 1.0)],
             overall: vec![],
             by_type: vec![
                 TypeCell {
@@ -340,12 +282,8 @@ mod tests {
         };
         let notes = draw_all(&summary, dir.path()).expect("draw");
         assert!(notes.is_empty(), "{notes:?}");
-        for f in [
-            "accuracy_vs_rounds.svg",
-            "accuracy_vs_rounds.png",
-            "per_type_hotpotqa.svg",
-            "per_type_hotpotqa.png",
-        ] {
+        for f in ["accuracy_vs_rounds.svg", "accuracy_vs_rounds.png", "per_type_hotpotqa.svg", "per_type_hotpotqa.png"]
+        {
             let bytes = std::fs::read(dir.path().join(f)).expect(f);
             assert!(bytes.len() > 500, "{f} is too small");
         }

@@ -48,8 +48,8 @@ pub struct IndicatifProgress {
 impl IndicatifProgress {
     pub fn new() -> Self {
         let bar = ProgressBar::new(0);
-        let style = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let style =
+            ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         Self { bar }
     }
@@ -71,11 +71,7 @@ impl ProgressSink for IndicatifProgress {
         self.bar.set_length(s.total as u64);
         self.bar.set_position(s.done as u64);
         let eta = s.eta.map_or_else(|| "?".to_string(), fmt_duration);
-        let failed = if s.failed > 0 {
-            format!(" | {} failed", s.failed)
-        } else {
-            String::new()
-        };
+        let failed = if s.failed > 0 { format!(" | {} failed", s.failed) } else { String::new() };
         self.bar.set_message(format!(
             "acc {:.1}% | elapsed {} | eta {}{failed} | {}",
             100.0 * s.accuracy,

@@ -99,12 +99,7 @@ pub fn read_results(path: &Path) -> Result<(Vec<ResultRecord>, u64)> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-        Err(e) => {
-            return Err(EvalError::Read {
-                path: path.to_path_buf(),
-                source: e,
-            })
-        }
+        Err(e) => return Err(EvalError::Read { path: path.to_path_buf(), source: e }),
     };
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let mut records = Vec::new();
@@ -112,12 +107,10 @@ pub fn read_results(path: &Path) -> Result<(Vec<ResultRecord>, u64)> {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let record = serde_json::from_slice::<ResultRecord>(line).map_err(|e| {
-            EvalError::CorruptResults {
-                path: path.to_path_buf(),
-                line: i + 1,
-                message: e.to_string(),
-            }
+        let record = serde_json::from_slice::<ResultRecord>(line).map_err(|e| EvalError::CorruptResults {
+            path: path.to_path_buf(),
+            line: i + 1,
+            message: e.to_string(),
         })?;
         records.push(record);
     }
@@ -129,27 +122,13 @@ impl ResultsLog<File> {
     /// already finished.
     pub fn open(path: &Path) -> Result<(Self, Vec<ResultRecord>)> {
         let (records, complete) = read_results(path)?;
-        let write_err = |e| EvalError::Write {
-            path: path.to_path_buf(),
-            source: e,
-        };
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(write_err)?;
+        let write_err = |e| EvalError::Write { path: path.to_path_buf(), source: e };
+        let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(write_err)?;
         let on_disk = file.metadata().map_err(write_err)?.len();
         if on_disk > complete {
             LogFile::truncate(&mut file, complete).map_err(write_err)?;
         }
-        Ok((
-            Self {
-                path: path.to_path_buf(),
-                file,
-                len: complete,
-            },
-            records,
-        ))
+        Ok((Self { path: path.to_path_buf(), file, len: complete }, records))
     }
 }
 
@@ -165,10 +144,8 @@ impl<F: LogFile> ResultsLog<F> {
     /// Appends one record as one line and fsyncs it. If the write fails (disk full, I/O error) the
     /// file is cut back to its last complete line and the error is returned: the caller stops.
     pub fn append(&mut self, record: &ResultRecord) -> Result<()> {
-        let mut line = serde_json::to_vec(record).map_err(|e| EvalError::Write {
-            path: self.path.clone(),
-            source: std::io::Error::other(e),
-        })?;
+        let mut line = serde_json::to_vec(record)
+            .map_err(|e| EvalError::Write { path: self.path.clone(), source: std::io::Error::other(e) })?;
         line.push(b'\n');
         let result = self.file.write_all(&line).and_then(|()| self.file.sync());
         match result {
@@ -179,10 +156,7 @@ impl<F: LogFile> ResultsLog<F> {
             Err(e) => {
                 // Best effort: a partial line left behind is also dropped by the next `open`.
                 let _ = self.file.truncate(self.len);
-                Err(EvalError::Write {
-                    path: self.path.clone(),
-                    source: e,
-                })
+                Err(EvalError::Write { path: self.path.clone(), source: e })
             }
         }
     }
@@ -190,17 +164,11 @@ impl<F: LogFile> ResultsLog<F> {
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so readers never see half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let err = |e| EvalError::Write {
-        path: path.to_path_buf(),
-        source: e,
-    };
+    let err = |e| EvalError::Write { path: path.to_path_buf(), source: e };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(err)?;
     }
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
+    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
     {
         let mut f = File::create(&tmp).map_err(err)?;
         Write::write_all(&mut f, bytes).map_err(err)?;
@@ -249,17 +217,10 @@ mod tests {
         std::fs::write(&path, &torn).expect("write torn");
         let (mut log, done) = ResultsLog::open(&path).expect("reopen");
         assert_eq!(done.len(), 2);
-        assert_eq!(
-            std::fs::read(&path).expect("read"),
-            full,
-            "truncated to the last complete line"
-        );
+        assert_eq!(std::fs::read(&path).expect("read"), full, "truncated to the last complete line");
         log.append(&record("3", "cot")).expect("append");
         let (all, _) = read_results(&path).expect("read");
-        assert_eq!(
-            all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
-            vec!["1", "2", "3"]
-        );
+        assert_eq!(all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec!["1", "2", "3"]);
     }
 
     #[test]
@@ -283,10 +244,7 @@ mod tests {
             let fit = bytes.len().min(self.room - self.data.len().min(self.room));
             self.data.extend_from_slice(&bytes[..fit]);
             if fit < bytes.len() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::StorageFull,
-                    "No space left on device",
-                ));
+                return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device"));
             }
             Ok(())
         }
@@ -302,21 +260,12 @@ mod tests {
     #[test]
     fn a_full_disk_stops_with_a_clear_error_and_keeps_complete_lines() {
         let one = serde_json::to_vec(&record("1", "cot")).expect("json").len() + 1;
-        let disk = FullDisk {
-            data: Vec::new(),
-            room: one + one / 2,
-        };
+        let disk = FullDisk { data: Vec::new(), room: one + one / 2 };
         let mut log = ResultsLog::with_file(PathBuf::from("out/results.jsonl"), disk, 0);
         log.append(&record("1", "cot")).expect("first fits");
-        let err = log
-            .append(&record("2", "cot"))
-            .expect_err("second does not fit");
+        let err = log.append(&record("2", "cot")).expect_err("second does not fit");
         assert!(err.to_string().contains("disk full"), "{err}");
-        assert_eq!(
-            log.file.data.len(),
-            one,
-            "the partial second line was cut off"
-        );
+        assert_eq!(log.file.data.len(), one, "the partial second line was cut off");
         assert_eq!(log.file.data.last(), Some(&b'\n'));
     }
 }

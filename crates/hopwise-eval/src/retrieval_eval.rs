@@ -160,7 +160,9 @@ async fn queries_for(ctx: &Ctx, method: QueryMethod, question: &str) -> hopwise_
             let passage = ctx.complete("hyde", None, "rq_hyde", &[("question", question)]).await?;
             vec![format!("{question} {passage}")]
         }
-        QueryMethod::SubQuestion => list(&ctx.complete("sub_question", None, "rq_sub_question", &[("question", question)]).await?),
+        QueryMethod::SubQuestion => {
+            list(&ctx.complete("sub_question", None, "rq_sub_question", &[("question", question)]).await?)
+        }
         QueryMethod::MultiQuery => {
             let mut qs = vec![question.to_string()];
             qs.extend(list(&ctx.complete("multi_query", None, "rq_multi_query", &[("question", question)]).await?));
@@ -174,7 +176,11 @@ async fn queries_for(ctx: &Ctx, method: QueryMethod, question: &str) -> hopwise_
                 let numbered: String = subs.iter().enumerate().map(|(i, q)| format!("{}. {q}\n", i + 1)).collect();
                 let vars = [("question", question), ("subquestions", numbered.as_str())];
                 let kept = list(&ctx.complete("critique", None, "toqd_critique", &vars).await?);
-                if kept.is_empty() { subs } else { kept }
+                if kept.is_empty() {
+                    subs
+                } else {
+                    kept
+                }
             }
         }
     })
@@ -236,7 +242,8 @@ pub async fn retrieval_eval(
         return Err(EvalError::Config("no query method given".into()));
     }
     let k = config.k.max(1);
-    let with_gold: Vec<Arc<Example>> = examples.iter().filter(|e| gold_of(e).is_some()).cloned().map(Arc::new).collect();
+    let with_gold: Vec<Arc<Example>> =
+        examples.iter().filter(|e| gold_of(e).is_some()).cloned().map(Arc::new).collect();
     let skipped_without_gold = examples.len() - with_gold.len();
     let mut jobs = with_gold.iter().flat_map(|e| config.methods.iter().map(move |m| (e.clone(), *m)));
     let mut running = JoinSet::new();
@@ -346,9 +353,19 @@ mod tests {
                 .0
                 .iter()
                 .filter(|w| query.contains(*w))
-                .map(|w| Passage { id: format!("id-{w}"), title: w.to_string(), text: w.to_string(), ..Default::default() })
+                .map(|w| Passage {
+                    id: format!("id-{w}"),
+                    title: w.to_string(),
+                    text: w.to_string(),
+                    ..Default::default()
+                })
                 .collect();
-            hits.push(Passage { id: "id-noise".into(), title: "noise".into(), text: "noise".into(), ..Default::default() });
+            hits.push(Passage {
+                id: "id-noise".into(),
+                title: "noise".into(),
+                text: "noise".into(),
+                ..Default::default()
+            });
             hits.truncate(k);
             Ok(hits)
         }
@@ -370,7 +387,8 @@ mod tests {
             evidence_ids: vec!["id-alpha".into(), "id-beta".into()],
             ..Default::default()
         };
-        let no_gold = Example { id: "e2".into(), question: "q".into(), answers: vec!["x".into()], ..Default::default() };
+        let no_gold =
+            Example { id: "e2".into(), question: "q".into(), answers: vec!["x".into()], ..Default::default() };
         let report = retrieval_eval(
             &[example, no_gold],
             Arc::new(llm),

@@ -100,33 +100,19 @@ pub async fn run_eval(
     let mut skipped = Vec::new();
     for path in &config.datasets {
         let ds = load_dataset(path)?;
-        if datasets
-            .iter()
-            .any(|(name, _): &(String, Vec<Arc<Example>>)| *name == ds.name)
-        {
+        if datasets.iter().any(|(name, _): &(String, Vec<Arc<Example>>)| *name == ds.name) {
             return Err(EvalError::DuplicateDataset(ds.name));
         }
         skipped.extend(ds.skipped);
-        let examples = ds
-            .examples
-            .into_iter()
-            .take(config.limit.unwrap_or(usize::MAX))
-            .map(Arc::new)
-            .collect();
+        let examples = ds.examples.into_iter().take(config.limit.unwrap_or(usize::MAX)).map(Arc::new).collect();
         datasets.push((ds.name, examples));
     }
 
     let out = config.out_dir.clone();
-    std::fs::create_dir_all(&out).map_err(|e| EvalError::Write {
-        path: out.clone(),
-        source: e,
-    })?;
+    std::fs::create_dir_all(&out).map_err(|e| EvalError::Write { path: out.clone(), source: e })?;
     check_run_dir(&out, &config.fingerprint())?;
     let (mut log, finished) = ResultsLog::open(&out.join("results.jsonl"))?;
-    let finished: HashMap<RecordKey, f64> = finished
-        .iter()
-        .map(|r| (r.key(), r.metrics.accuracy))
-        .collect();
+    let finished: HashMap<RecordKey, f64> = finished.iter().map(|r| (r.key(), r.metrics.accuracy)).collect();
 
     let mut jobs = Vec::new();
     let mut resumed = 0usize;
@@ -140,28 +126,15 @@ pub async fn run_eval(
                     accuracy_sum += acc;
                     continue;
                 }
-                let job = Job {
-                    dataset: dataset.clone(),
-                    example: example.clone(),
-                    strategy: name.clone(),
-                };
+                let job = Job { dataset: dataset.clone(), example: example.clone(), strategy: name.clone() };
                 jobs.push((job, strategy.clone()));
             }
         }
     }
     let total = resumed + jobs.len();
     let started = Instant::now();
-    let mut snapshot = ProgressSnapshot {
-        done: resumed,
-        total,
-        resumed,
-        ..Default::default()
-    };
-    snapshot.accuracy = if resumed > 0 {
-        accuracy_sum / resumed as f64
-    } else {
-        0.0
-    };
+    let mut snapshot = ProgressSnapshot { done: resumed, total, resumed, ..Default::default() };
+    snapshot.accuracy = if resumed > 0 { accuracy_sum / resumed as f64 } else { 0.0 };
     progress.update(&snapshot);
 
     let concurrency = config.concurrency.max(1);
@@ -178,9 +151,7 @@ pub async fn run_eval(
             let factory = factory.clone();
             let out = out.clone();
             let retrieval_k = config.retrieval_k;
-            running.spawn(async move {
-                run_job(job, strategy, factory.as_ref(), &out, retrieval_k).await
-            });
+            running.spawn(async move { run_job(job, strategy, factory.as_ref(), &out, retrieval_k).await });
         }
         let Some(joined) = running.join_next().await else {
             break;
@@ -193,10 +164,7 @@ pub async fn run_eval(
                 if failing_in_a_row >= config.max_consecutive_failures.max(1) {
                     running.abort_all();
                     let last = failed.last().map(|f| f.error.clone()).unwrap_or_default();
-                    return Err(EvalError::BackendFailing {
-                        count: failing_in_a_row,
-                        last,
-                    });
+                    return Err(EvalError::BackendFailing { count: failing_in_a_row, last });
                 }
                 snapshot.failed = failed.len();
                 progress.update(&snapshot);
@@ -228,10 +196,7 @@ pub async fn run_eval(
             accuracy: accuracy_sum / (resumed + ran) as f64,
             elapsed,
             eta: Some(elapsed.mul_f64(remaining as f64 / attempted as f64)),
-            last: Some(format!(
-                "{}/{} {}",
-                record.dataset, record.id, record.strategy
-            )),
+            last: Some(format!("{}/{} {}", record.dataset, record.id, record.strategy)),
             failed: failed.len(),
         };
         progress.update(&snapshot);
@@ -239,15 +204,7 @@ pub async fn run_eval(
     progress.finish(&snapshot);
 
     let (summary, notes) = regenerate_reports(&out, config.plots)?;
-    Ok(RunOutcome {
-        total,
-        resumed,
-        ran,
-        failed,
-        skipped,
-        summary,
-        notes,
-    })
+    Ok(RunOutcome { total, resumed, ran, failed, skipped, summary, notes })
 }
 
 /// Rewrites `summary.md`, `summary.json` and (optionally) the plots from `results.jsonl`. A plot that
@@ -280,19 +237,12 @@ async fn run_job(
     let (trace, error) = match outcome {
         Ok(trace) => (trace, None),
         // The loader rejects empty questions, so this is a per-example oddity, not a setup error.
-        Err(ReasonError::EmptyQuestion) => (
-            rec.finish("", None),
-            Some(ReasonError::EmptyQuestion.to_string()),
-        ),
+        Err(ReasonError::EmptyQuestion) => (rec.finish("", None), Some(ReasonError::EmptyQuestion.to_string())),
         Err(e) => return Err(e.into()),
     };
     if trace.answer.trim().is_empty() {
         if let Some(backend_error) = first_backend_error(&trace) {
-            let Job {
-                dataset,
-                example,
-                strategy,
-            } = job;
+            let Job { dataset, example, strategy } = job;
             return Ok(JobOutcome::Failed(FailedJob {
                 dataset,
                 id: example.id.clone(),
@@ -302,29 +252,18 @@ async fn run_job(
         }
     }
     let error = error.or_else(|| {
-        (trace.best_effort && trace.answer.is_empty())
-            .then(|| trace.notes.join("; "))
-            .filter(|n| !n.is_empty())
+        (trace.best_effort && trace.answer.is_empty()).then(|| trace.notes.join("; ")).filter(|n| !n.is_empty())
     });
     let relative = trace_path(&job);
     let json = serde_json::to_vec_pretty(&trace).map_err(|e| EvalError::Config(e.to_string()))?;
     write_atomic(&out_dir.join(&relative), &json)?;
-    Ok(JobOutcome::Done(Box::new(score_record(
-        &job,
-        &trace,
-        seconds,
-        retrieval_k,
-        error,
-        Some(relative),
-    ))))
+    Ok(JobOutcome::Done(Box::new(score_record(&job, &trace, seconds, retrieval_k, error, Some(relative)))))
 }
 
 /// The first model or retrieval call in the trace that failed.
 fn first_backend_error(trace: &Trace) -> Option<String> {
     trace.events.iter().find_map(|e| match &e.kind {
-        EventKind::LlmCall { error: Some(m), .. } | EventKind::Retrieval { error: Some(m), .. } => {
-            Some(m.clone())
-        }
+        EventKind::LlmCall { error: Some(m), .. } | EventKind::Retrieval { error: Some(m), .. } => Some(m.clone()),
         _ => None,
     })
 }
@@ -333,29 +272,16 @@ fn first_backend_error(trace: &Trace) -> Option<String> {
 /// given a short hash so two ids never share a file.
 pub fn trace_path(job: &Job) -> String {
     let id = &job.example.id;
-    let clean: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let clean: String =
+        id.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
     let clean = clean.trim_start_matches('.').to_string();
     let name = if clean == *id && !clean.is_empty() {
         clean
     } else {
-        format!(
-            "{clean}-{}",
-            &hex::encode(Sha256::digest(id.as_bytes()))[..8]
-        )
+        format!("{clean}-{}", &hex::encode(Sha256::digest(id.as_bytes()))[..8])
     };
     let dir: PathBuf = ["traces", &job.strategy, &job.dataset].iter().collect();
-    dir.join(format!("{name}.json"))
-        .to_string_lossy()
-        .into_owned()
+    dir.join(format!("{name}.json")).to_string_lossy().into_owned()
 }
 
 /// Scores a finished trace into a results line.
@@ -369,11 +295,8 @@ pub fn score_record(
 ) -> ResultRecord {
     let ex = &job.example;
     let answers = score_answer(&trace.answer, &ex.answers);
-    let label = (ex.task == Task::FactCheck).then(|| {
-        ex.answers
-            .first()
-            .map_or(0.0, |gold| label_accuracy(&trace.answer, gold))
-    });
+    let label = (ex.task == Task::FactCheck)
+        .then(|| ex.answers.first().map_or(0.0, |gold| label_accuracy(&trace.answer, gold)));
     let metrics = RecordMetrics {
         accuracy: label.unwrap_or(answers.cover_em),
         cover_em: answers.cover_em,
@@ -410,20 +333,11 @@ fn retrieval_of(ex: &Example, trace: &Trace, k: usize) -> Option<RetrievalScores
     let passages = trace.evidence();
     let (ranked, gold): (Vec<String>, HashSet<String>) = if !ex.evidence_titles.is_empty() {
         (
-            passages
-                .iter()
-                .map(|p| normalize_answer(&p.title))
-                .collect(),
-            ex.evidence_titles
-                .iter()
-                .map(|t| normalize_answer(t))
-                .collect(),
+            passages.iter().map(|p| normalize_answer(&p.title)).collect(),
+            ex.evidence_titles.iter().map(|t| normalize_answer(t)).collect(),
         )
     } else if !ex.evidence_ids.is_empty() {
-        (
-            passages.iter().map(|p| p.id.clone()).collect(),
-            ex.evidence_ids.iter().cloned().collect(),
-        )
+        (passages.iter().map(|p| p.id.clone()).collect(), ex.evidence_ids.iter().cloned().collect())
     } else {
         return None;
     };

@@ -72,9 +72,7 @@ pub struct Summary {
 
 impl Summary {
     pub fn cell(&self, strategy: &str, dataset: &str) -> Option<&Cell> {
-        self.cells
-            .iter()
-            .find(|c| c.strategy == strategy && c.dataset.as_deref() == Some(dataset))
+        self.cells.iter().find(|c| c.strategy == strategy && c.dataset.as_deref() == Some(dataset))
     }
 }
 
@@ -127,58 +125,29 @@ pub fn summarize(records: &[ResultRecord]) -> Summary {
         }
     }
     // Known strategies in catalog order (baselines after ToQD), others after them as first seen.
-    let catalog_rank = |s: &String| {
-        hopwise_reason::strategy::CATALOG
-            .iter()
-            .position(|(name, _)| name == s)
-            .unwrap_or(usize::MAX)
-    };
+    let catalog_rank =
+        |s: &String| hopwise_reason::strategy::CATALOG.iter().position(|(name, _)| name == s).unwrap_or(usize::MAX);
     strategies.sort_by_key(catalog_rank);
     let mut cells = Vec::new();
     let mut overall = Vec::new();
     let mut by_type = Vec::new();
     for s in &strategies {
-        let of_strategy: Vec<&ResultRecord> = unique
-            .iter()
-            .copied()
-            .filter(|r| &r.strategy == s)
-            .collect();
+        let of_strategy: Vec<&ResultRecord> = unique.iter().copied().filter(|r| &r.strategy == s).collect();
         overall.push(cell(s, None, &of_strategy));
         for d in &datasets {
-            let rs: Vec<&ResultRecord> = of_strategy
-                .iter()
-                .copied()
-                .filter(|r| &r.dataset == d)
-                .collect();
+            let rs: Vec<&ResultRecord> = of_strategy.iter().copied().filter(|r| &r.dataset == d).collect();
             if rs.is_empty() {
                 continue;
             }
             cells.push(cell(s, Some(d), &rs));
-            let types = breakdown(rs.iter().map(|r| {
-                (
-                    r.qtype.clone().unwrap_or_else(|| "-".into()),
-                    r.metrics.accuracy,
-                )
-            }));
+            let types =
+                breakdown(rs.iter().map(|r| (r.qtype.clone().unwrap_or_else(|| "-".into()), r.metrics.accuracy)));
             for (qtype, (n, accuracy)) in types {
-                by_type.push(TypeCell {
-                    strategy: s.clone(),
-                    dataset: d.clone(),
-                    qtype,
-                    n,
-                    accuracy,
-                });
+                by_type.push(TypeCell { strategy: s.clone(), dataset: d.clone(), qtype, n, accuracy });
             }
         }
     }
-    Summary {
-        records: unique.len(),
-        strategies,
-        datasets,
-        cells,
-        overall,
-        by_type,
-    }
+    Summary { records: unique.len(), strategies, datasets, cells, overall, by_type }
 }
 
 fn pct(x: f64) -> String {
@@ -190,11 +159,8 @@ fn metric_table(out: &mut String, s: &Summary, title: &str, value: &dyn Fn(&Cell
     let _ = writeln!(out, "| strategy | {} |", s.datasets.join(" | "));
     let _ = writeln!(out, "|---|{}", "---:|".repeat(s.datasets.len()));
     for strategy in &s.strategies {
-        let row: Vec<String> = s
-            .datasets
-            .iter()
-            .map(|d| s.cell(strategy, d).map_or_else(|| "–".to_string(), value))
-            .collect();
+        let row: Vec<String> =
+            s.datasets.iter().map(|d| s.cell(strategy, d).map_or_else(|| "–".to_string(), value)).collect();
         let _ = writeln!(out, "| {strategy} | {} |", row.join(" | "));
     }
     out.push('\n');
@@ -211,12 +177,9 @@ pub fn render_markdown(s: &Summary) -> String {
         s.records
     );
     let _ = writeln!(out, "## Accuracy\n");
-    metric_table(
-        &mut out,
-        s,
-        "cover-EM (fact checking: label accuracy)",
-        &|c| format!("{} (n={})", pct(c.accuracy), c.n),
-    );
+    metric_table(&mut out, s, "cover-EM (fact checking: label accuracy)", &|c| {
+        format!("{} (n={})", pct(c.accuracy), c.n)
+    });
     metric_table(&mut out, s, "EM", &|c| pct(c.em));
     metric_table(&mut out, s, "F1", &|c| pct(c.f1));
     metric_table(&mut out, s, "ROUGE-L", &|c| pct(c.rouge_l));
@@ -245,14 +208,8 @@ pub fn render_markdown(s: &Summary) -> String {
 
     let with_retrieval: Vec<&Cell> = s.cells.iter().filter(|c| c.retrieval.is_some()).collect();
     if !with_retrieval.is_empty() {
-        let _ = writeln!(
-            out,
-            "## Retrieval quality of the passages used (against gold evidence)\n"
-        );
-        let _ = writeln!(
-            out,
-            "| strategy | dataset | n | K | Hits@K | MAP@K | MRR@K |"
-        );
+        let _ = writeln!(out, "## Retrieval quality of the passages used (against gold evidence)\n");
+        let _ = writeln!(out, "| strategy | dataset | n | K | Hits@K | MAP@K | MRR@K |");
         let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
         for c in with_retrieval {
             if let Some(r) = &c.retrieval {
@@ -275,12 +232,7 @@ pub fn render_markdown(s: &Summary) -> String {
     let _ = writeln!(out, "## Accuracy by question type\n");
     for d in &s.datasets {
         let types: Vec<String> = {
-            let mut t: Vec<String> = s
-                .by_type
-                .iter()
-                .filter(|c| &c.dataset == d)
-                .map(|c| c.qtype.clone())
-                .collect();
+            let mut t: Vec<String> = s.by_type.iter().filter(|c| &c.dataset == d).map(|c| c.qtype.clone()).collect();
             t.sort();
             t.dedup();
             t
@@ -295,10 +247,7 @@ pub fn render_markdown(s: &Summary) -> String {
                     s.by_type
                         .iter()
                         .find(|c| &c.strategy == strategy && &c.dataset == d && &c.qtype == t)
-                        .map_or_else(
-                            || "–".to_string(),
-                            |c| format!("{} (n={})", pct(c.accuracy), c.n),
-                        )
+                        .map_or_else(|| "–".to_string(), |c| format!("{} (n={})", pct(c.accuracy), c.n))
                 })
                 .collect();
             if row.iter().any(|c| c != "–") {
@@ -314,24 +263,13 @@ pub fn render_markdown(s: &Summary) -> String {
 pub fn write_summary(out_dir: &Path) -> Result<Summary> {
     let (records, _) = read_results(&out_dir.join("results.jsonl"))?;
     let summary = summarize(&records);
-    write_atomic(
-        &out_dir.join("summary.md"),
-        render_markdown(&summary).as_bytes(),
-    )?;
-    let json =
-        serde_json::to_vec_pretty(&summary).map_err(|e| crate::EvalError::Config(e.to_string()))?;
+    write_atomic(&out_dir.join("summary.md"), render_markdown(&summary).as_bytes())?;
+    let json = serde_json::to_vec_pretty(&summary).map_err(|e| crate::EvalError::Config(e.to_string()))?;
     write_atomic(&out_dir.join("summary.json"), &json)?;
     Ok(summary)
 }
 
 /// Per-dataset, per-strategy accuracy as a map, handy for callers and tests.
 pub fn accuracy_table(s: &Summary) -> BTreeMap<(String, String), f64> {
-    s.cells
-        .iter()
-        .filter_map(|c| {
-            c.dataset
-                .clone()
-                .map(|d| ((c.strategy.clone(), d), c.accuracy))
-        })
-        .collect()
+    s.cells.iter().filter_map(|c| c.dataset.clone().map(|d| ((c.strategy.clone(), d), c.accuracy))).collect()
 }

@@ -20,33 +20,22 @@ const STRATEGIES: [&str; 2] = ["direct", "cot"];
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "child process of kill_9_mid_run_then_resume"]
 async fn resume_child() {
-    let dir =
-        PathBuf::from(std::env::var_os(CHILD_ENV).expect("run by kill_9_mid_run_then_resume"));
+    let dir = PathBuf::from(std::env::var_os(CHILD_ENV).expect("run by kill_9_mid_run_then_resume"));
     let cfg = config(vec![dir.join("alpha.jsonl")], &STRATEGIES, &dir.join("out"));
-    run_eval(&cfg, factory(Duration::from_millis(60), false), &NoProgress)
-        .await
-        .expect("child run");
+    run_eval(&cfg, factory(Duration::from_millis(60), false), &NoProgress).await.expect("child run");
 }
 
 fn spawn_child(dir: &Path) -> Child {
     let exe = std::env::current_exe().expect("test binary");
     Command::new(exe)
-        .args([
-            "resume_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["resume_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir)
         .spawn()
         .expect("spawn child")
 }
 
 fn complete_lines(path: &Path) -> usize {
-    std::fs::read(path)
-        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
-        .unwrap_or(0)
+    std::fs::read(path).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0)
 }
 
 #[test]
@@ -60,61 +49,36 @@ fn kill_9_mid_run_then_resume() {
     let deadline = Instant::now() + Duration::from_secs(120);
     while complete_lines(&results) < 10 {
         assert!(Instant::now() < deadline, "the child made no progress");
-        assert!(
-            child.try_wait().expect("poll").is_none(),
-            "the child ended before it could be killed"
-        );
+        assert!(child.try_wait().expect("poll").is_none(), "the child ended before it could be killed");
         std::thread::sleep(Duration::from_millis(5));
     }
     child.kill().expect("SIGKILL"); // Child::kill sends SIGKILL on Unix.
     child.wait().expect("reap");
     let at_kill = std::fs::read(&results).expect("read");
     let finished = at_kill.iter().filter(|&&c| c == b'\n').count();
-    assert!(
-        finished < total,
-        "killed mid-run ({finished} of {total} finished)"
-    );
+    assert!(finished < total, "killed mid-run ({finished} of {total} finished)");
 
     // A torn write as a crash inside `write` would leave it.
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&results)
-        .expect("open");
-    f.write_all(b"{\"dataset\":\"alpha\",\"id\":\"alpha-3")
-        .expect("tear");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&results).expect("open");
+    f.write_all(b"{\"dataset\":\"alpha\",\"id\":\"alpha-3").expect("tear");
     drop(f);
 
     let status = spawn_child(dir.path()).wait().expect("resume");
     assert!(status.success(), "the resumed run finished");
 
     let after = std::fs::read(&results).expect("read");
-    let complete_prefix = at_kill
-        .iter()
-        .rposition(|&c| c == b'\n')
-        .map_or(0, |i| i + 1);
-    assert_eq!(
-        &after[..complete_prefix],
-        &at_kill[..complete_prefix],
-        "finished lines kept byte for byte"
-    );
+    let complete_prefix = at_kill.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+    assert_eq!(&after[..complete_prefix], &at_kill[..complete_prefix], "finished lines kept byte for byte");
     let lines = raw_lines(&dir.path().join("out"));
     assert_eq!(lines.len(), total, "every job once");
     let keys: HashSet<(String, String)> = lines
         .iter()
-        .map(|l| {
-            (
-                l["id"].as_str().unwrap_or("").to_string(),
-                l["strategy"].as_str().unwrap_or("").to_string(),
-            )
-        })
+        .map(|l| (l["id"].as_str().unwrap_or("").to_string(), l["strategy"].as_str().unwrap_or("").to_string()))
         .collect();
     assert_eq!(keys.len(), total, "no duplicates");
     for i in 0..EXAMPLES {
         for s in STRATEGIES {
-            assert!(
-                keys.contains(&(format!("alpha-{i}"), s.to_string())),
-                "alpha-{i} {s} present"
-            );
+            assert!(keys.contains(&(format!("alpha-{i}"), s.to_string())), "alpha-{i} {s} present");
         }
     }
     assert!(dir.path().join("out/summary.md").exists());

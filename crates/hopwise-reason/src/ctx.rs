@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use hopwise_core::text::word_count;
 use hopwise_core::{
-    ChatMessage, ChatRequest, ChatResponse, Embedder, Error, EventKind, GenParams, Llm, Nli,
-    Passage, Prompts, Recorder, Retriever,
+    BackendErrorKind, ChatMessage, ChatRequest, ChatResponse, Embedder, Error, EventKind, GenParams, Llm, Nli, Passage, Prompts,
+    Recorder, Retriever,
 };
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ use crate::error::{ReasonError, Result};
 
 /// Limits on one question's work. Exceeding one never fails the question: the strategy answers
 /// best-effort from what it has and the trace says so.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Budget {
     /// Graph expansions (node decompositions) allowed per question (ToQD's `r_max`).
@@ -28,11 +28,7 @@ pub struct Budget {
 
 impl Default for Budget {
     fn default() -> Self {
-        Self {
-            r_max: 6,
-            max_depth: 3,
-            max_llm_calls: 200,
-        }
+        Self { r_max: 6, max_depth: 3, max_llm_calls: 200 }
     }
 }
 
@@ -51,6 +47,9 @@ pub struct Ctx {
     pub params: GenParams,
     expansions: AtomicU32,
     llm_calls: AtomicU64,
+    /// Set when the model backend failed in a way that will not heal within this question
+    /// (unreachable, rejected, persistently failing after its own retries): later calls fail fast.
+    backend_down: std::sync::OnceLock<String>,
 }
 
 impl Ctx {
@@ -68,12 +67,12 @@ impl Ctx {
             params: GenParams::default(),
             expansions: AtomicU32::new(0),
             llm_calls: AtomicU64::new(0),
+            backend_down: std::sync::OnceLock::new(),
         }
     }
 
     pub fn with_retriever(mut self, retriever: Option<Arc<dyn Retriever>>) -> Self {
-        self.rec
-            .set_meta(self.llm.name(), retriever.as_ref().map(|r| r.name()));
+        self.rec.set_meta(self.llm.name(), retriever.as_ref().map(|r| r.name()));
         self.retriever = retriever;
         self
     }
@@ -110,36 +109,21 @@ impl Ctx {
 
     /// Sends one user prompt (after the configured system message) and meters the call.
     /// `purpose` names the step (`decompose`, `self_verify`, …) in the trace.
-    pub async fn chat(
-        &self,
-        purpose: &str,
-        node: Option<&str>,
-        prompt: String,
-        params: GenParams,
-    ) -> Result<ChatResponse> {
+    pub async fn chat(&self, purpose: &str, node: Option<&str>, prompt: String, params: GenParams) -> Result<ChatResponse> {
+        if let Some(why) = self.backend_down.get() {
+            return Err(Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")).into());
+        }
         let used = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         if used >= self.budget.max_llm_calls {
-            return Err(Error::Budget(format!(
-                "max_llm_calls = {} reached",
-                self.budget.max_llm_calls
-            ))
-            .into());
+            return Err(Error::Budget(format!("max_llm_calls = {} reached", self.budget.max_llm_calls)).into());
         }
         let mut messages = Vec::with_capacity(2);
-        if let Some(system) = self
-            .prompts
-            .template("system")
-            .filter(|s| !s.trim().is_empty())
-        {
+        if let Some(system) = self.prompts.template("system").filter(|s| !s.trim().is_empty()) {
             messages.push(ChatMessage::system(system));
         }
         messages.push(ChatMessage::user(prompt));
         let request = ChatRequest::new(messages, params);
-        let input_words: u64 = request
-            .messages
-            .iter()
-            .map(|m| word_count(&m.content))
-            .sum();
+        let input_words: u64 = request.messages.iter().map(|m| word_count(&m.content)).sum();
         let start = self.rec.now_ms();
         let result = self.llm.chat(&request).await;
         let (kind, out) = match result {
@@ -165,6 +149,9 @@ impl Ctx {
                 (kind, Ok(resp))
             }
             Err(e) => {
+                if e.backend_kind().is_some_and(|k| k != BackendErrorKind::Malformed && k != BackendErrorKind::Unsupported) {
+                    let _ = self.backend_down.set(e.to_string());
+                }
                 self.rec.with_stats(|s| s.llm_calls += 1);
                 let kind = EventKind::LlmCall {
                     purpose: purpose.to_string(),
@@ -184,15 +171,8 @@ impl Ctx {
     }
 
     /// Renders `template`, sends it with the default parameters, and returns the trimmed reply.
-    pub async fn complete(
-        &self,
-        purpose: &str,
-        node: Option<&str>,
-        template: &str,
-        vars: &[(&str, &str)],
-    ) -> Result<String> {
-        self.complete_with(purpose, node, template, vars, self.params.clone())
-            .await
+    pub async fn complete(&self, purpose: &str, node: Option<&str>, template: &str, vars: &[(&str, &str)]) -> Result<String> {
+        self.complete_with(purpose, node, template, vars, self.params.clone()).await
     }
 
     pub async fn complete_with(
@@ -209,16 +189,8 @@ impl Ctx {
     }
 
     /// One retrieval round, metered. Errors if no retriever is configured.
-    pub async fn retrieve(
-        &self,
-        node: Option<&str>,
-        query: &str,
-        k: usize,
-    ) -> Result<Vec<Passage>> {
-        let retriever = self
-            .retriever
-            .as_ref()
-            .ok_or_else(|| ReasonError::NeedsRetriever(self.rec.snapshot().strategy))?;
+    pub async fn retrieve(&self, node: Option<&str>, query: &str, k: usize) -> Result<Vec<Passage>> {
+        let retriever = self.retriever.as_ref().ok_or_else(|| ReasonError::NeedsRetriever(self.rec.strategy()))?;
         let start = self.rec.now_ms();
         let result = retriever.retrieve(query, k).await;
         self.rec.with_stats(|s| s.retrieval_rounds += 1);
@@ -226,16 +198,7 @@ impl Ctx {
             Ok(ps) => (ps.iter().map(|p| p.id.clone()).collect(), None),
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
-        self.rec.event(
-            node,
-            start,
-            EventKind::Retrieval {
-                query: query.to_string(),
-                k,
-                passage_ids: ids,
-                error,
-            },
-        );
+        self.rec.event(node, start, EventKind::Retrieval { query: query.to_string(), k, passage_ids: ids, error });
         Ok(result?)
     }
 
@@ -246,17 +209,13 @@ impl Ctx {
     /// Takes one graph expansion from the `r_max` budget; false when none is left.
     pub fn try_expand(&self) -> bool {
         self.expansions
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
-                (used < self.budget.r_max).then_some(used + 1)
-            })
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| (used < self.budget.r_max).then_some(used + 1))
             .is_ok()
     }
 
     /// LLM calls left before `max_llm_calls`.
     pub fn llm_calls_left(&self) -> u64 {
-        self.budget
-            .max_llm_calls
-            .saturating_sub(self.llm_calls.load(Ordering::SeqCst))
+        self.budget.max_llm_calls.saturating_sub(self.llm_calls.load(Ordering::SeqCst))
     }
 }
 
@@ -284,9 +243,5 @@ pub fn format_dialog(pairs: &[(String, String)]) -> String {
     if pairs.is_empty() {
         return "(none yet)".to_string();
     }
-    pairs
-        .iter()
-        .map(|(q, a)| format!("Q: {q}\nA: {a}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    pairs.iter().map(|(q, a)| format!("Q: {q}\nA: {a}")).collect::<Vec<_>>().join("\n")
 }

@@ -7,15 +7,20 @@
 //! - [`strategy`]: the `Strategy` trait and the registry of named strategies.
 //! - [`toqd`]: Topology of Question Decomposition.
 //! - [`baselines`]: Direct, CoT, CoT-SC, Retrieve-then-Read, Self-Ask, Least-to-Most, Plan-and-Solve.
+//! - [`uar`]: uncertainty-gated dynamic retrieval and its baselines (always-retrieve, FLARE-instruct);
+//!   [`uncertainty`] holds its estimators, [`nli_judge`] the LLM-as-judge NLI they can use.
 
 pub mod baselines;
 pub mod ctx;
 pub mod error;
 pub mod executor;
+pub mod nli_judge;
 pub mod parse;
 
 pub mod strategy;
 pub mod toqd;
+pub mod uar;
+pub mod uncertainty;
 
 pub use ctx::{Budget, Ctx};
 pub use error::ReasonError;

@@ -45,6 +45,10 @@ impl StrategyOptions {
 pub const CATALOG: &[(&str, &str)] = &[
     ("toqd", "ToQD: decompose, critique, construct a topology graph, resolve nodes with self-verification and retrieval"),
     ("toqd-noir", "ToQD without retrieval: a node that says NO! is decomposed directly"),
+    ("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)"),
+    ("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query"),
+    ("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query"),
+    ("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]"),
     ("direct", "Direct prompting: one call, answer from the model's own knowledge"),
     ("cot", "Chain-of-thought: reason step by step, then answer"),
     ("cot-sc", "CoT with self-consistency: n reasoning samples in one request, majority vote (option samples=5)"),
@@ -61,31 +65,25 @@ pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>>
     Ok(match name {
         "toqd" => Box::new(crate::toqd::Toqd::new(options.parse("toqd")?, true)),
         "toqd-noir" => Box::new(crate::toqd::Toqd::new(options.parse("toqd-noir")?, false)),
-        "direct" => Box::new(crate::baselines::direct::Direct::new(
-            options.parse("direct")?,
-        )),
+        "uar" => Box::new(crate::uar::DynamicRetrieval::uar(&options.parse("uar")?)?),
+        "always-retrieve" => Box::new(crate::uar::DynamicRetrieval::always_retrieve(
+            "always-retrieve",
+            &options.parse("always-retrieve")?,
+        )?),
+        "always-retrieve-subquery" => Box::new(crate::uar::DynamicRetrieval::always_retrieve(
+            "always-retrieve-subquery",
+            &options.parse("always-retrieve-subquery")?,
+        )?),
+        "flare-instruct" => Box::new(crate::uar::DynamicRetrieval::flare_instruct(&options.parse("flare-instruct")?)?),
+        "direct" => Box::new(crate::baselines::direct::Direct::new(options.parse("direct")?)),
         "cot" => Box::new(crate::baselines::cot::Cot::new(options.parse("cot")?)),
         "cot-sc" => Box::new(crate::baselines::cot::CotSc::new(options.parse("cot-sc")?)?),
         "rtr" => Box::new(crate::baselines::rtr::Rtr::new(options.parse("rtr")?)),
-        "self-ask" => Box::new(crate::baselines::self_ask::SelfAsk::new(
-            options.parse("self-ask")?,
-            true,
-        )),
-        "self-ask-noir" => Box::new(crate::baselines::self_ask::SelfAsk::new(
-            options.parse("self-ask-noir")?,
-            false,
-        )),
-        "least-to-most" => Box::new(crate::baselines::least_to_most::LeastToMost::new(
-            options.parse("least-to-most")?,
-        )),
-        "plan-solve" => Box::new(crate::baselines::plan_solve::PlanSolve::new(
-            options.parse("plan-solve")?,
-            false,
-        )),
-        "plan-solve-rtr" => Box::new(crate::baselines::plan_solve::PlanSolve::new(
-            options.parse("plan-solve-rtr")?,
-            true,
-        )),
+        "self-ask" => Box::new(crate::baselines::self_ask::SelfAsk::new(options.parse("self-ask")?, true)),
+        "self-ask-noir" => Box::new(crate::baselines::self_ask::SelfAsk::new(options.parse("self-ask-noir")?, false)),
+        "least-to-most" => Box::new(crate::baselines::least_to_most::LeastToMost::new(options.parse("least-to-most")?)),
+        "plan-solve" => Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve")?, false)),
+        "plan-solve-rtr" => Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve-rtr")?, true)),
         other => return Err(ReasonError::UnknownStrategy(other.to_string())),
     })
 }
@@ -102,17 +100,12 @@ pub async fn run(strategy: &dyn Strategy, ctx: &Ctx, question: &str) -> Result<T
     }
     match strategy.answer(ctx, question).await {
         Ok(answer) => Ok(ctx.rec.finish(&answer.text, answer.rationale)),
-        Err(
-            e @ (ReasonError::EmptyQuestion
-            | ReasonError::NeedsRetriever(_)
-            | ReasonError::InvalidOption(_)),
-        ) => Err(e),
-        Err(ReasonError::Core(
-            e @ (hopwise_core::Error::Template { .. } | hopwise_core::Error::Config(_)),
-        )) => Err(ReasonError::Core(e)),
+        Err(e @ (ReasonError::EmptyQuestion | ReasonError::NeedsRetriever(_) | ReasonError::InvalidOption(_))) => Err(e),
+        Err(ReasonError::Core(e @ (hopwise_core::Error::Template { .. } | hopwise_core::Error::Config(_)))) => {
+            Err(ReasonError::Core(e))
+        }
         Err(e) => {
-            ctx.rec
-                .best_effort(format!("the strategy stopped early: {e}"));
+            ctx.rec.best_effort(format!("the strategy stopped early: {e}"));
             Ok(ctx.rec.finish("", None))
         }
     }
@@ -125,19 +118,12 @@ mod registry_tests {
     #[test]
     fn every_catalog_entry_builds_with_default_options_and_names_itself() {
         for (name, _) in CATALOG {
-            let s =
-                build(name, &StrategyOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let s = build(name, &StrategyOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(s.name(), *name);
         }
-        assert!(matches!(
-            build("nope", &StrategyOptions::default()),
-            Err(ReasonError::UnknownStrategy(_))
-        ));
+        assert!(matches!(build("nope", &StrategyOptions::default()), Err(ReasonError::UnknownStrategy(_))));
         let mut bad = StrategyOptions::default();
         bad.set("no_such_key", serde_json::json!(1));
-        assert!(matches!(
-            build("cot", &bad),
-            Err(ReasonError::InvalidOption(_))
-        ));
+        assert!(matches!(build("cot", &bad), Err(ReasonError::InvalidOption(_))));
     }
 }

@@ -1,26 +1,300 @@
-//! ToQD (work in progress in this commit).
+//! ToQD — Topology of Question Decomposition (METHODS.md §1).
+//!
+//! Plan globally (decompose → critique → construct a topology graph), then resolve the graph in
+//! topological order with the [`executor`](crate::executor): each node is rewritten with its
+//! predecessors' answers, asks the model whether it already knows (`NO!` if not), retrieves only
+//! then, and is decomposed into a child graph when even the passages do not answer it. A summary
+//! over every node's question/answer pair gives the final answer.
+
 use async_trait::async_trait;
+use hopwise_core::trace::SINK;
+use hopwise_core::{Decision, GenParams, NodeTrace, Passage, Repair};
 use serde::Deserialize;
 
-use crate::ctx::Ctx;
+use crate::ctx::{format_dialog, format_passages, Ctx};
 use crate::error::Result;
+use crate::executor::{ChildGraph, Dag, GraphObserver, NodeOutcome, NodeTask, Phase};
+use crate::parse::{self, GraphNode, Topology};
 use crate::strategy::{Answer, Strategy};
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// ToQD switches. The four `false`-able steps are the paper's ablations.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ToqdOptions {}
+pub struct ToqdOptions {
+    /// Filter the sub-questions with the critique step.
+    pub critique: bool,
+    /// Ask the model for the topology; without it sub-questions form a chain in list order.
+    pub construct: bool,
+    /// Ask the model whether it knows a node's answer before retrieving; without it every node
+    /// retrieves.
+    pub self_verify: bool,
+    /// Rewrite internal nodes with their predecessors' answers.
+    pub rewrite: bool,
+    /// Constrain list and edge outputs with a grammar where the backend supports it.
+    pub grammar: bool,
+    /// Most sub-questions kept from one decomposition.
+    pub max_subquestions: usize,
+}
+
+impl Default for ToqdOptions {
+    fn default() -> Self {
+        Self { critique: true, construct: true, self_verify: true, rewrite: true, grammar: true, max_subquestions: 6 }
+    }
+}
 
 pub struct Toqd {
-    _opts: ToqdOptions,
+    opts: ToqdOptions,
     with_retrieval: bool,
 }
 
 impl Toqd {
     pub fn new(opts: ToqdOptions, with_retrieval: bool) -> Self {
-        Self {
-            _opts: opts,
-            with_retrieval,
+        Self { opts, with_retrieval }
+    }
+}
+
+/// A plan: sub-questions and their topology.
+struct Plan {
+    questions: Vec<String>,
+    topology: Topology,
+}
+
+impl Toqd {
+    fn structured_params(&self, ctx: &Ctx, grammar: &str) -> GenParams {
+        let mut p = ctx.params.clone();
+        if self.opts.grammar {
+            p.grammar = Some(grammar.to_string());
         }
+        p
+    }
+
+    /// Decompose → critique → construct. `decompose_prompt` is the already-rendered decomposition
+    /// prompt (the top-level, leaf or internal variant). Returns None when no sub-question could be
+    /// read.
+    async fn plan(&self, ctx: &Ctx, node: Option<&str>, question: &str, decompose_prompt: String) -> Result<Option<Plan>> {
+        let stage = node.map_or_else(|| "decompose".to_string(), |n| format!("decompose:{n}"));
+        let reply = ctx
+            .chat("decompose", node, decompose_prompt, self.structured_params(ctx, parse::GRAMMAR_NUMBERED_LIST))
+            .await?;
+        let mut questions = parse::parse_numbered_list(reply.text());
+        if questions.is_empty() {
+            ctx.rec.repair(Repair { stage, rule: "no_subquestions".into(), detail: "the decomposition listed nothing".into() });
+            return Ok(None);
+        }
+        if questions.len() > self.opts.max_subquestions {
+            ctx.rec.repair(Repair {
+                stage: stage.clone(),
+                rule: "truncate_subquestions".into(),
+                detail: format!("kept the first {} of {}", self.opts.max_subquestions, questions.len()),
+            });
+            questions.truncate(self.opts.max_subquestions);
+        }
+
+        if self.opts.critique && questions.len() > 1 {
+            let listed = numbered(&questions);
+            let reply = ctx
+                .complete_with(
+                    "critique",
+                    node,
+                    "toqd_critique",
+                    &[("question", question), ("subquestions", &listed)],
+                    self.structured_params(ctx, parse::GRAMMAR_NUMBERED_LIST),
+                )
+                .await?;
+            let mut repairs = Vec::new();
+            let kept = parse::parse_critique(&reply, &questions, &mut repairs);
+            repairs.into_iter().for_each(|r| ctx.rec.repair(r));
+            questions = kept.into_iter().filter_map(|i| questions.get(i).cloned()).collect();
+        }
+
+        let n = questions.len();
+        let topology = if self.opts.construct && n > 1 {
+            let listed = numbered(&questions);
+            let reply = ctx
+                .complete_with(
+                    "construct",
+                    node,
+                    "toqd_construct",
+                    &[("question", question), ("subquestions", &listed)],
+                    self.structured_params(ctx, parse::GRAMMAR_EDGES),
+                )
+                .await?;
+            let stage = node.map_or_else(|| "construct".to_string(), |n| format!("construct:{n}"));
+            parse::parse_edges(&reply, n, &stage)
+        } else {
+            Topology::chain(n)
+        };
+        topology.repairs.iter().cloned().for_each(|r| ctx.rec.repair(r));
+        Ok(Some(Plan { questions, topology }))
+    }
+
+    /// Resolves one node visit. Never fails: a backend error leaves the node unresolved with a
+    /// best-effort answer and a note in the trace.
+    async fn resolve(&self, ctx: &Ctx, main_question: &str, task: NodeTask) -> NodeOutcome {
+        match self.try_resolve(ctx, main_question, &task).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                ctx.rec.best_effort(format!("node {}: {e}", task.id));
+                ctx.rec.update_node(&task.id, |n| {
+                    n.decision = Decision::Unresolved;
+                    n.best_effort = true;
+                });
+                let question = ctx.rec.node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
+                NodeOutcome::Answered { question, answer: String::new() }
+            }
+        }
+    }
+
+    async fn try_resolve(&self, ctx: &Ctx, main_question: &str, task: &NodeTask) -> Result<NodeOutcome> {
+        let id = task.id.as_str();
+        if task.phase == Phase::Aggregate {
+            let question = ctx.rec.node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
+            let reply = ctx
+                .complete("aggregate", Some(id), "toqd_aggregate", &[("dialog", &format_dialog(&task.dialog)), ("question", &question)])
+                .await?;
+            let answer = parse::clean_answer(&reply);
+            ctx.rec.update_node(id, |n| n.answer = Some(answer.clone()));
+            return Ok(NodeOutcome::Answered { question, answer });
+        }
+
+        // Rewrite internal nodes with what their predecessors found.
+        let question = if self.opts.rewrite && task.has_parents && !task.dialog.is_empty() {
+            let reply = ctx
+                .complete(
+                    "rewrite",
+                    Some(id),
+                    "toqd_rewrite",
+                    &[("dialog", &format_dialog(&task.dialog)), ("question", &task.question), ("main_question", main_question)],
+                )
+                .await?;
+            let rewritten = parse::clean_answer(&reply);
+            if rewritten.is_empty() {
+                task.question.clone()
+            } else {
+                ctx.rec.update_node(id, |n| n.rewritten = Some(rewritten.clone()));
+                rewritten
+            }
+        } else {
+            task.question.clone()
+        };
+
+        // Self-verify without context.
+        if self.opts.self_verify {
+            let reply = ctx.complete("self_verify", Some(id), "toqd_self_verify", &[("question", &question)]).await?;
+            if !parse::is_unanswered(&reply) {
+                let answer = parse::clean_answer(&reply);
+                ctx.rec.update_node(id, |n| {
+                    n.decision = Decision::Known;
+                    n.answer = Some(answer.clone());
+                });
+                return Ok(NodeOutcome::Answered { question, answer });
+            }
+        }
+
+        // Retrieve, then self-verify with context.
+        let mut passages: Vec<Passage> = Vec::new();
+        if self.with_retrieval {
+            passages = ctx.retrieve(Some(id), &question, ctx.k).await?;
+            let ps = passages.clone();
+            ctx.rec.update_node(id, |n| n.passages = ps);
+            let reply = ctx
+                .complete(
+                    "self_verify_context",
+                    Some(id),
+                    "toqd_self_verify_context",
+                    &[("passages", &format_passages(&passages)), ("question", &question)],
+                )
+                .await?;
+            if !parse::is_unanswered(&reply) {
+                let answer = parse::clean_answer(&reply);
+                ctx.rec.update_node(id, |n| {
+                    n.decision = Decision::Retrieved;
+                    n.answer = Some(answer.clone());
+                });
+                return Ok(NodeOutcome::Answered { question, answer });
+            }
+        }
+
+        // Decompose into a child graph, within the budgets.
+        if task.depth < ctx.budget.max_depth && ctx.try_expand() {
+            let prompt = if task.has_parents && !task.dialog.is_empty() {
+                ctx.render(
+                    "toqd_decompose_internal",
+                    &[("dialog", &format_dialog(&task.dialog)), ("question", &question), ("passages", &format_passages(&passages))],
+                )?
+            } else {
+                ctx.render("toqd_decompose_leaf", &[("question", &question), ("passages", &format_passages(&passages))])?
+            };
+            if let Some(plan) = self.plan(ctx, Some(id), &question, prompt).await? {
+                // A "decomposition" that just repeats the node would loop: answer it instead.
+                let repeats = plan.questions.len() == 1
+                    && hopwise_core::text::normalize_answer(&plan.questions[0]) == hopwise_core::text::normalize_answer(&question);
+                if !repeats {
+                    ctx.rec.update_node(id, |n| n.decision = Decision::Decomposed);
+                    return Ok(NodeOutcome::Expand(child_graph(&plan)));
+                }
+            }
+        } else {
+            let why = if task.depth >= ctx.budget.max_depth { "max_depth" } else { "r_max" };
+            ctx.rec.note(format!("node {id}: {why} reached; answering best-effort"));
+        }
+
+        // Best effort: the model must answer from what it has.
+        let reply = ctx
+            .complete(
+                "best_effort",
+                Some(id),
+                "toqd_best_effort",
+                &[("passages", &format_passages(&passages)), ("question", &question)],
+            )
+            .await?;
+        let answer = parse::clean_answer(&reply);
+        ctx.rec.update_node(id, |n| {
+            n.decision = Decision::Unresolved;
+            n.best_effort = true;
+            n.answer = Some(answer.clone());
+        });
+        Ok(NodeOutcome::Answered { question, answer })
+    }
+}
+
+fn numbered(items: &[String]) -> String {
+    items.iter().enumerate().map(|(i, q)| format!("{}. {q}", i + 1)).collect::<Vec<_>>().join("\n")
+}
+
+fn child_graph(plan: &Plan) -> ChildGraph {
+    let edges = plan
+        .topology
+        .edges
+        .iter()
+        .filter_map(|(a, b)| match (a, b) {
+            (GraphNode::Sub(a), GraphNode::Sub(b)) => Some((*a, *b)),
+            _ => None,
+        })
+        .collect();
+    ChildGraph { questions: plan.questions.clone(), edges }
+}
+
+/// Mirrors child graphs into the trace as the executor splices them in.
+struct TraceObserver<'a> {
+    ctx: &'a Ctx,
+}
+
+impl GraphObserver for TraceObserver<'_> {
+    fn child_added(&mut self, parent: &str, id: &str, question: &str, preds: &[String], depth: u32) {
+        let child_preds: Vec<String> = preds.iter().filter(|p| p.starts_with(&format!("{parent}."))).cloned().collect();
+        self.ctx.rec.upsert_node(NodeTrace {
+            id: id.to_string(),
+            question: question.to_string(),
+            parents: preds.to_vec(),
+            decomposes: Some(parent.to_string()),
+            depth,
+            ..Default::default()
+        });
+        for p in &child_preds {
+            self.ctx.rec.add_edge(p, id);
+        }
+        self.ctx.rec.update_node(parent, |n| n.children.push(id.to_string()));
     }
 }
 
@@ -33,21 +307,55 @@ impl Strategy for Toqd {
             "toqd-noir"
         }
     }
+
     fn needs_retriever(&self) -> bool {
         self.with_retrieval
     }
+
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        let text = ctx
-            .complete(
-                "self_verify",
-                None,
-                "toqd_self_verify",
-                &[("question", question)],
-            )
-            .await?;
-        Ok(Answer {
-            text,
-            rationale: None,
-        })
+        let prompt = ctx.render("toqd_decompose", &[("question", question)])?;
+        let plan = match self.plan(ctx, None, question, prompt).await {
+            Ok(Some(plan)) => plan,
+            Ok(None) => Plan { questions: vec![question.to_string()], topology: Topology::chain(1) },
+            Err(e) => {
+                ctx.rec.best_effort(format!("planning failed: {e}; answering the question as one node"));
+                Plan { questions: vec![question.to_string()], topology: Topology::chain(1) }
+            }
+        };
+
+        // The top-level graph: nodes "1".."n", sink "Q".
+        let mut dag = Dag::new();
+        for (i, q) in plan.questions.iter().enumerate() {
+            let id = (i + 1).to_string();
+            let parents: Vec<String> = plan.topology.parents(i + 1).iter().map(|p| p.to_string()).collect();
+            ctx.rec.upsert_node(NodeTrace { id: id.clone(), question: q.clone(), parents: parents.clone(), ..Default::default() });
+            dag.add_node(&id, q, parents, 0);
+        }
+        for (a, b) in &plan.topology.edges {
+            ctx.rec.add_edge(&a.to_string(), &b.to_string());
+        }
+
+        let mut observer = TraceObserver { ctx };
+        dag.execute(|task| self.resolve(ctx, question, task), &mut observer).await;
+
+        let dialog: Vec<(String, String)> =
+            dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
+        let last_answer = dialog.last().map(|(_, a)| a.clone()).unwrap_or_default();
+        let summary = ctx
+            .complete("summary", Some(SINK), "toqd_summary", &[("dialog", &format_dialog(&dialog)), ("question", question)])
+            .await;
+        match summary {
+            Ok(reply) => {
+                let (text, rationale) = parse::parse_final(&reply);
+                Ok(Answer { text, rationale })
+            }
+            Err(e) => {
+                ctx.rec.best_effort(format!("summary failed: {e}; using the last node's answer"));
+                Ok(Answer { text: last_answer, rationale: None })
+            }
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -35,23 +35,10 @@ impl Strategy for Cot {
         false
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        let reply = ctx
-            .complete("reason", Some(SINK), "cot", &[("question", question)])
-            .await?;
+        let reply = ctx.complete("reason", Some(SINK), "cot", &[("question", question)]).await?;
         let text = parse_final_answer(&reply);
-        record_sink(
-            ctx,
-            question,
-            &text,
-            Decision::Known,
-            Vec::new(),
-            Vec::new(),
-            json!({ "reasoning": reply }),
-        );
-        Ok(Answer {
-            text,
-            rationale: Some(reply),
-        })
+        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), json!({ "reasoning": reply }));
+        Ok(Answer { text, rationale: Some(reply) })
     }
 }
 
@@ -65,10 +52,7 @@ pub struct CotScOptions {
 
 impl Default for CotScOptions {
     fn default() -> Self {
-        Self {
-            samples: 5,
-            temperature: 0.7,
-        }
+        Self { samples: 5, temperature: 0.7 }
     }
 }
 
@@ -115,20 +99,10 @@ impl Strategy for CotSc {
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let prompt = ctx.render("cot", &[("question", question)])?;
-        let params = GenParams {
-            temperature: self.opts.temperature,
-            top_p: 1.0,
-            n: self.opts.samples,
-            ..ctx.params.clone()
-        };
-        let resp = ctx
-            .chat("reason_samples", Some(SINK), prompt, params)
-            .await?;
-        let answers: Vec<String> = resp
-            .choices
-            .iter()
-            .map(|c| parse_final_answer(&c.text))
-            .collect();
+        let params =
+            GenParams { temperature: self.opts.temperature, top_p: 1.0, n: self.opts.samples, ..ctx.params.clone() };
+        let resp = ctx.chat("reason_samples", Some(SINK), prompt, params).await?;
+        let answers: Vec<String> = resp.choices.iter().map(|c| parse_final_answer(&c.text)).collect();
         let (text, votes) = majority_vote(&answers).unwrap_or_default();
         let rationale = resp
             .choices
@@ -137,15 +111,7 @@ impl Strategy for CotSc {
             .find(|(_, a)| !text.is_empty() && normalize_answer(a) == normalize_answer(&text))
             .map(|(c, _)| c.text.clone());
         let extra = json!({ "samples": answers, "votes": votes, "requested": self.opts.samples });
-        record_sink(
-            ctx,
-            question,
-            &text,
-            Decision::Known,
-            Vec::new(),
-            Vec::new(),
-            extra,
-        );
+        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), extra);
         Ok(Answer { text, rationale })
     }
 }
@@ -160,19 +126,13 @@ mod tests {
 
     #[tokio::test]
     async fn cot_keeps_reasoning_and_parses_answer() {
-        let llm = ScriptedLlm::new().on(
-            "step by step",
-            "Dune was written by Frank Herbert.\nAnswer: Frank Herbert",
-        );
+        let llm = ScriptedLlm::new().on("step by step", "Dune was written by Frank Herbert.\nAnswer: Frank Herbert");
         let c = ctx(llm, "cot", None);
         let trace = run(&Cot, &c, "Who wrote Dune?").await.expect("run");
         assert_eq!(trace.answer, "Frank Herbert");
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
-        assert!(sink.extra["reasoning"]
-            .as_str()
-            .unwrap_or("")
-            .contains("written by"));
+        assert!(sink.extra["reasoning"].as_str().unwrap_or("").contains("written by"));
     }
 
     #[tokio::test]
@@ -201,10 +161,6 @@ mod tests {
         assert_eq!(v(&["b", "a", "a", "b"]), Some(("b".to_string(), 2)));
         assert_eq!(v(&["", "", "x"]), Some(("x".to_string(), 1)));
         assert_eq!(v(&["", "."]), None);
-        assert!(CotSc::new(CotScOptions {
-            samples: 0,
-            temperature: 0.7
-        })
-        .is_err());
+        assert!(CotSc::new(CotScOptions { samples: 0, temperature: 0.7 }).is_err());
     }
 }

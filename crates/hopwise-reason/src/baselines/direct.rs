@@ -29,28 +29,11 @@ impl Strategy for Direct {
         false
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        let reply = ctx
-            .complete(
-                "answer",
-                Some(hopwise_core::trace::SINK),
-                "direct",
-                &[("question", question)],
-            )
-            .await?;
+        let reply =
+            ctx.complete("answer", Some(hopwise_core::trace::SINK), "direct", &[("question", question)]).await?;
         let text = parse_final_answer(&reply);
-        record_sink(
-            ctx,
-            question,
-            &text,
-            Decision::Known,
-            Vec::new(),
-            Vec::new(),
-            serde_json::Value::Null,
-        );
-        Ok(Answer {
-            text,
-            rationale: None,
-        })
+        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), serde_json::Value::Null);
+        Ok(Answer { text, rationale: None })
     }
 }
 

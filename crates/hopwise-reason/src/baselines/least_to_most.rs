@@ -20,9 +20,7 @@ pub struct LeastToMostOptions {
 
 impl Default for LeastToMostOptions {
     fn default() -> Self {
-        Self {
-            max_subquestions: 5,
-        }
+        Self { max_subquestions: 5 }
     }
 }
 
@@ -45,36 +43,22 @@ impl Strategy for LeastToMost {
         false
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        let reply = ctx
-            .complete("reduce", None, "ltm_reduce", &[("question", question)])
-            .await?;
+        let reply = ctx.complete("reduce", None, "ltm_reduce", &[("question", question)]).await?;
         let subquestions = parse_numbered_list(&reply, self.opts.max_subquestions.max(1));
         if subquestions.is_empty() {
-            ctx.rec.note(
-                "least-to-most: no sub-questions could be read; answering the question directly",
-            );
+            ctx.rec.note("least-to-most: no sub-questions could be read; answering the question directly");
         }
         let mut pairs: Vec<(String, String)> = Vec::new();
         for (i, sub) in subquestions.iter().enumerate() {
             let id = (i + 1).to_string();
-            let parents: Vec<String> = if i > 0 {
-                vec![i.to_string()]
-            } else {
-                Vec::new()
-            };
+            let parents: Vec<String> = if i > 0 { vec![i.to_string()] } else { Vec::new() };
             if let Some(parent) = parents.first() {
                 ctx.rec.add_edge(parent, &id);
             }
             ctx.rec.upsert_node(step_node(&id, sub, parents));
             let dialog = format_dialog(&pairs);
-            let reply = ctx
-                .complete(
-                    "solve",
-                    Some(&id),
-                    "ltm_solve",
-                    &[("dialog", &dialog), ("question", sub)],
-                )
-                .await?;
+            let reply =
+                ctx.complete("solve", Some(&id), "ltm_solve", &[("dialog", &dialog), ("question", sub)]).await?;
             let answer = parse_final_answer(&reply);
             ctx.rec.update_node(&id, |n| {
                 n.answer = Some(answer.clone());
@@ -83,38 +67,13 @@ impl Strategy for LeastToMost {
             pairs.push((sub.clone(), answer));
         }
         let dialog = format_dialog(&pairs);
-        let reply = ctx
-            .complete(
-                "final",
-                Some(SINK),
-                "ltm_final",
-                &[("dialog", &dialog), ("question", question)],
-            )
-            .await?;
+        let reply =
+            ctx.complete("final", Some(SINK), "ltm_final", &[("dialog", &dialog), ("question", question)]).await?;
         let text = parse_final_answer(&reply);
-        let parents = if pairs.is_empty() {
-            Vec::new()
-        } else {
-            vec![pairs.len().to_string()]
-        };
-        let decision = if pairs.is_empty() {
-            Decision::Known
-        } else {
-            Decision::Decomposed
-        };
-        record_sink(
-            ctx,
-            question,
-            &text,
-            decision,
-            parents,
-            Vec::new(),
-            json!({ "subquestions": subquestions }),
-        );
-        Ok(Answer {
-            text,
-            rationale: Some(dialog),
-        })
+        let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };
+        let decision = if pairs.is_empty() { Decision::Known } else { Decision::Decomposed };
+        record_sink(ctx, question, &text, decision, parents, Vec::new(), json!({ "subquestions": subquestions }));
+        Ok(Answer { text, rationale: Some(dialog) })
     }
 }
 
@@ -129,10 +88,7 @@ mod tests {
     #[tokio::test]
     async fn solves_sub_questions_in_order_with_earlier_answers_in_view() {
         let llm = ScriptedLlm::new()
-            .on(
-                "simpler questions",
-                "1. Who wrote Dune?\n2. When was that author born?",
-            )
+            .on("simpler questions", "1. Who wrote Dune?\n2. When was that author born?")
             .on_fn("Answers so far", |prompt, _| {
                 if prompt.contains("Question: Who wrote Dune?") {
                     "Answer: Frank Herbert".into()
@@ -144,23 +100,13 @@ mod tests {
             })
             .on("Now answer the original question", "Answer: 1920");
         let c = ctx(llm.clone(), "least-to-most", None);
-        let trace = run(
-            &LeastToMost::new(LeastToMostOptions::default()),
-            &c,
-            "When was the author of Dune born?",
-        )
-        .await
-        .expect("run");
+        let trace = run(&LeastToMost::new(LeastToMostOptions::default()), &c, "When was the author of Dune born?")
+            .await
+            .expect("run");
         assert_eq!(trace.answer, "1920");
         assert_eq!(trace.stats.llm_calls, 4, "reduce + 2 solves + final");
-        assert_eq!(
-            trace.node("2").and_then(|n| n.answer.clone()).as_deref(),
-            Some("1920")
-        );
-        assert_eq!(
-            trace.node("Q").map(|n| n.parents.clone()),
-            Some(vec!["2".to_string()])
-        );
+        assert_eq!(trace.node("2").and_then(|n| n.answer.clone()).as_deref(), Some("1920"));
+        assert_eq!(trace.node("Q").map(|n| n.parents.clone()), Some(vec!["2".to_string()]));
         assert_eq!(trace.stats.retrieval_rounds, 0);
     }
 }

@@ -15,13 +15,8 @@ use hopwise_core::{Decision, NodeTrace, Passage};
 use crate::ctx::Ctx;
 
 /// Markers after which a model states its final answer, most specific first.
-const ANSWER_MARKERS: &[&str] = &[
-    "so the final answer is",
-    "the final answer is",
-    "final answer",
-    "the answer is",
-    "answer",
-];
+const ANSWER_MARKERS: &[&str] =
+    &["so the final answer is", "the final answer is", "final answer", "the answer is", "answer"];
 
 /// Extracts the short final answer from a model reply.
 ///
@@ -41,9 +36,8 @@ pub fn parse_final_answer(reply: &str) -> String {
             // "answer" must be a label ("Answer:" / "answer is"), not a word inside prose.
             let after = &plain[pos + marker.len()..];
             let after_trim = after.trim_start();
-            let labelled = after_trim.starts_with(':')
-                || marker.ends_with(" is")
-                || *marker == "so the final answer is";
+            let labelled =
+                after_trim.starts_with(':') || marker.ends_with(" is") || *marker == "so the final answer is";
             if !labelled {
                 continue;
             }
@@ -105,12 +99,7 @@ pub fn parse_numbered_list(reply: &str, max: usize) -> Vec<String> {
         }
     }
     if items.is_empty() {
-        items = reply
-            .lines()
-            .map(str::trim)
-            .filter(|l| l.ends_with('?'))
-            .map(str::to_string)
-            .collect();
+        items = reply.lines().map(str::trim).filter(|l| l.ends_with('?')).map(str::to_string).collect();
     }
     items.truncate(max);
     items
@@ -118,12 +107,7 @@ pub fn parse_numbered_list(reply: &str, max: usize) -> Vec<String> {
 
 /// A node for one step of a baseline.
 pub(crate) fn step_node(id: &str, question: &str, parents: Vec<String>) -> NodeTrace {
-    NodeTrace {
-        id: id.to_string(),
-        question: question.to_string(),
-        parents,
-        ..Default::default()
-    }
+    NodeTrace { id: id.to_string(), question: question.to_string(), parents, ..Default::default() }
 }
 
 /// Records the sink node `Q` with the final answer.
@@ -170,19 +154,12 @@ pub(crate) mod test_support {
             "tiny"
         }
         async fn retrieve(&self, query: &str, k: usize) -> hopwise_core::Result<Vec<Passage>> {
-            let words: Vec<String> = query
-                .to_lowercase()
-                .split_whitespace()
-                .map(|w| w.trim_matches('?').to_string())
-                .collect();
+            let words: Vec<String> =
+                query.to_lowercase().split_whitespace().map(|w| w.trim_matches('?').to_string()).collect();
             Ok(self
                 .0
                 .iter()
-                .filter(|p| {
-                    words
-                        .iter()
-                        .any(|w| w.len() > 3 && p.text.to_lowercase().contains(w.as_str()))
-                })
+                .filter(|p| words.iter().any(|w| w.len() > 3 && p.text.to_lowercase().contains(w.as_str())))
                 .take(k)
                 .cloned()
                 .collect())
@@ -190,13 +167,7 @@ pub(crate) mod test_support {
     }
 
     pub fn passage(id: &str, title: &str, text: &str) -> Passage {
-        Passage {
-            id: id.into(),
-            title: title.into(),
-            text: text.into(),
-            score: 1.0,
-            ..Default::default()
-        }
+        Passage { id: id.into(), title: title.into(), text: text.into(), score: 1.0, ..Default::default() }
     }
 
     pub fn ctx(llm: ScriptedLlm, strategy: &str, retriever: Option<Vec<Passage>>) -> Ctx {
@@ -213,37 +184,21 @@ mod tests {
     #[test]
     fn final_answer_forms() {
         assert_eq!(parse_final_answer("Answer: Paris"), "Paris");
-        assert_eq!(
-            parse_final_answer("Step 1 ...\nStep 2 ...\nAnswer: The Beatles."),
-            "The Beatles"
-        );
+        assert_eq!(parse_final_answer("Step 1 ...\nStep 2 ...\nAnswer: The Beatles."), "The Beatles");
         assert_eq!(parse_final_answer("So the final answer is: 1912"), "1912");
         assert_eq!(parse_final_answer("**Final Answer:** Rush"), "Rush");
-        assert_eq!(
-            parse_final_answer("answer:\n\n  Neil Peart  \n"),
-            "Neil Peart"
-        );
+        assert_eq!(parse_final_answer("answer:\n\n  Neil Peart  \n"), "Neil Peart");
         assert_eq!(parse_final_answer("Paris"), "Paris");
         assert_eq!(parse_final_answer("I think so.\nThe answer is yes."), "yes");
-        assert_eq!(
-            parse_final_answer("Answer: Rush. Reason: they released it."),
-            "Rush"
-        );
-        assert_eq!(
-            parse_final_answer("The answer depends.\nLondon"),
-            "London",
-            "unlabelled 'answer' is prose"
-        );
+        assert_eq!(parse_final_answer("Answer: Rush. Reason: they released it."), "Rush");
+        assert_eq!(parse_final_answer("The answer depends.\nLondon"), "London", "unlabelled 'answer' is prose");
         assert_eq!(parse_final_answer(""), "");
         assert_eq!(parse_final_answer("Answer: \"Yes\""), "Yes");
     }
 
     #[test]
     fn numbered_lists() {
-        let l = parse_numbered_list(
-            "Here:\n1. Who directed X?\n2) When was he born?\nStep 3: Compare.\n",
-            6,
-        );
+        let l = parse_numbered_list("Here:\n1. Who directed X?\n2) When was he born?\nStep 3: Compare.\n", 6);
         assert_eq!(l, vec!["Who directed X?", "When was he born?", "Compare."]);
         let q = parse_numbered_list("Who is A?\nsome prose\nWhere is B?", 6);
         assert_eq!(q, vec!["Who is A?", "Where is B?"]);

@@ -26,10 +26,7 @@ pub struct PlanSolve {
 
 impl PlanSolve {
     pub fn new(opts: PlanSolveOptions, with_retrieval: bool) -> Self {
-        Self {
-            opts,
-            with_retrieval,
-        }
+        Self { opts, with_retrieval }
     }
 }
 
@@ -49,48 +46,17 @@ impl Strategy for PlanSolve {
         let (reply, passages) = if self.with_retrieval {
             let k = self.opts.k.unwrap_or(ctx.k).max(1);
             let passages = ctx.retrieve(Some(SINK), question, k).await?;
-            let vars = [
-                ("passages", format_passages(&passages)),
-                ("question", question.to_string()),
-            ];
+            let vars = [("passages", format_passages(&passages)), ("question", question.to_string())];
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            (
-                ctx.complete("plan_and_solve", Some(SINK), "plan_solve_rtr", &vars)
-                    .await?,
-                passages,
-            )
+            (ctx.complete("plan_and_solve", Some(SINK), "plan_solve_rtr", &vars).await?, passages)
         } else {
-            (
-                ctx.complete(
-                    "plan_and_solve",
-                    Some(SINK),
-                    "plan_solve",
-                    &[("question", question)],
-                )
-                .await?,
-                Vec::new(),
-            )
+            (ctx.complete("plan_and_solve", Some(SINK), "plan_solve", &[("question", question)]).await?, Vec::new())
         };
         let text = parse_final_answer(&reply);
         let plan = parse_numbered_list(&reply, 12);
-        let decision = if self.with_retrieval {
-            Decision::Retrieved
-        } else {
-            Decision::Known
-        };
-        record_sink(
-            ctx,
-            question,
-            &text,
-            decision,
-            Vec::new(),
-            passages,
-            json!({ "plan": plan, "reasoning": reply }),
-        );
-        Ok(Answer {
-            text,
-            rationale: Some(reply),
-        })
+        let decision = if self.with_retrieval { Decision::Retrieved } else { Decision::Known };
+        record_sink(ctx, question, &text, decision, Vec::new(), passages, json!({ "plan": plan, "reasoning": reply }));
+        Ok(Answer { text, rationale: Some(reply) })
     }
 }
 
@@ -108,13 +74,9 @@ mod tests {
     async fn plans_then_answers() {
         let llm = ScriptedLlm::new().on("devise a short plan", REPLY);
         let c = ctx(llm, "plan-solve", None);
-        let trace = run(
-            &PlanSolve::new(PlanSolveOptions::default(), false),
-            &c,
-            "When was the author of Dune born?",
-        )
-        .await
-        .expect("run");
+        let trace = run(&PlanSolve::new(PlanSolveOptions::default(), false), &c, "When was the author of Dune born?")
+            .await
+            .expect("run");
         assert_eq!(trace.answer, "1920");
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
@@ -130,19 +92,11 @@ mod tests {
                 "Answer: unknown".into()
             }
         });
-        let docs = vec![passage(
-            "p",
-            "Frank Herbert",
-            "Frank Herbert, author of Dune, was born in 1920.",
-        )];
+        let docs = vec![passage("p", "Frank Herbert", "Frank Herbert, author of Dune, was born in 1920.")];
         let c = ctx(llm, "plan-solve-rtr", Some(docs));
-        let trace = run(
-            &PlanSolve::new(PlanSolveOptions::default(), true),
-            &c,
-            "When was the author of Dune born?",
-        )
-        .await
-        .expect("run");
+        let trace = run(&PlanSolve::new(PlanSolveOptions::default(), true), &c, "When was the author of Dune born?")
+            .await
+            .expect("run");
         assert_eq!(trace.answer, "1920");
         assert_eq!(trace.stats.retrieval_rounds, 1);
         assert_eq!(trace.node("Q").map(|n| n.passages.len()), Some(1));

@@ -39,30 +39,11 @@ impl Strategy for Rtr {
         let k = self.opts.k.unwrap_or(ctx.k).max(1);
         let passages = ctx.retrieve(Some(SINK), question, k).await?;
         let reply = ctx
-            .complete(
-                "read",
-                Some(SINK),
-                "rtr",
-                &[
-                    ("passages", &format_passages(&passages)),
-                    ("question", question),
-                ],
-            )
+            .complete("read", Some(SINK), "rtr", &[("passages", &format_passages(&passages)), ("question", question)])
             .await?;
         let text = parse_final_answer(&reply);
-        record_sink(
-            ctx,
-            question,
-            &text,
-            Decision::Retrieved,
-            Vec::new(),
-            passages,
-            serde_json::Value::Null,
-        );
-        Ok(Answer {
-            text,
-            rationale: None,
-        })
+        record_sink(ctx, question, &text, Decision::Retrieved, Vec::new(), passages, serde_json::Value::Null);
+        Ok(Answer { text, rationale: None })
     }
 }
 
@@ -83,30 +64,16 @@ mod tests {
                 "Answer: unknown".into()
             }
         });
-        let docs = vec![
-            passage("p1", "Dune", "Dune is a novel by Frank Herbert."),
-            passage("p2", "Other", "Nothing here."),
-        ];
+        let docs =
+            vec![passage("p1", "Dune", "Dune is a novel by Frank Herbert."), passage("p2", "Other", "Nothing here.")];
         let c = ctx(llm, "rtr", Some(docs));
-        let trace = run(
-            &Rtr::new(RtrOptions::default()),
-            &c,
-            "Who wrote the novel Dune?",
-        )
-        .await
-        .expect("run");
+        let trace = run(&Rtr::new(RtrOptions::default()), &c, "Who wrote the novel Dune?").await.expect("run");
         assert_eq!(trace.answer, "Frank Herbert");
         assert_eq!(trace.stats.retrieval_rounds, 1);
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
         assert_eq!(sink.decision, Decision::Retrieved);
-        assert_eq!(
-            sink.passages
-                .iter()
-                .map(|p| p.id.as_str())
-                .collect::<Vec<_>>(),
-            vec!["p1"]
-        );
+        assert_eq!(sink.passages.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), vec!["p1"]);
     }
 
     #[tokio::test]

@@ -23,10 +23,7 @@ pub struct SelfAskOptions {
 
 impl Default for SelfAskOptions {
     fn default() -> Self {
-        Self {
-            max_steps: 5,
-            k: None,
-        }
+        Self { max_steps: 5, k: None }
     }
 }
 
@@ -37,10 +34,7 @@ pub struct SelfAsk {
 
 impl SelfAsk {
     pub fn new(opts: SelfAskOptions, with_retrieval: bool) -> Self {
-        Self {
-            opts,
-            with_retrieval,
-        }
+        Self { opts, with_retrieval }
     }
 }
 
@@ -82,11 +76,7 @@ fn scratchpad(pairs: &[(String, String)]) -> String {
     if pairs.is_empty() {
         return "(none yet)".to_string();
     }
-    pairs
-        .iter()
-        .map(|(q, a)| format!("Follow up: {q}\nIntermediate answer: {a}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    pairs.iter().map(|(q, a)| format!("Follow up: {q}\nIntermediate answer: {a}")).collect::<Vec<_>>().join("\n")
 }
 
 #[async_trait]
@@ -104,10 +94,7 @@ impl Strategy for SelfAsk {
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let mut pairs: Vec<(String, String)> = Vec::new();
         let mut final_answer = None;
-        let step_params = GenParams {
-            stop: vec!["Intermediate answer:".to_string()],
-            ..ctx.params.clone()
-        };
+        let step_params = GenParams { stop: vec!["Intermediate answer:".to_string()], ..ctx.params.clone() };
         for step in 1..=self.opts.max_steps {
             let pad = scratchpad(&pairs);
             let reply = ctx
@@ -124,14 +111,9 @@ impl Strategy for SelfAsk {
                     final_answer = Some(a);
                     break;
                 }
-                SelfAskStep::FollowUp(q)
-                    if !pairs.iter().any(|(p, _)| p.eq_ignore_ascii_case(&q)) =>
-                {
-                    q
-                }
+                SelfAskStep::FollowUp(q) if !pairs.iter().any(|(p, _)| p.eq_ignore_ascii_case(&q)) => q,
                 SelfAskStep::FollowUp(_) => {
-                    ctx.rec
-                        .note("self-ask repeated a follow-up question; forcing the final answer");
+                    ctx.rec.note("self-ask repeated a follow-up question; forcing the final answer");
                     break;
                 }
                 SelfAskStep::Unclear => {
@@ -140,11 +122,7 @@ impl Strategy for SelfAsk {
                 }
             };
             let id = step.to_string();
-            let parents: Vec<String> = if step > 1 {
-                vec![(step - 1).to_string()]
-            } else {
-                Vec::new()
-            };
+            let parents: Vec<String> = if step > 1 { vec![(step - 1).to_string()] } else { Vec::new() };
             if let Some(parent) = parents.first() {
                 ctx.rec.add_edge(parent, &id);
             }
@@ -157,22 +135,13 @@ impl Strategy for SelfAsk {
                         "answer_follow_up",
                         Some(&id),
                         "self_ask_read",
-                        &[
-                            ("passages", &format_passages(&passages)),
-                            ("question", &follow_up),
-                        ],
+                        &[("passages", &format_passages(&passages)), ("question", &follow_up)],
                     )
                     .await?;
                 (parse_final_answer(&reply), Decision::Retrieved, passages)
             } else {
-                let reply = ctx
-                    .complete(
-                        "answer_follow_up",
-                        Some(&id),
-                        "self_ask_known",
-                        &[("question", &follow_up)],
-                    )
-                    .await?;
+                let reply =
+                    ctx.complete("answer_follow_up", Some(&id), "self_ask_known", &[("question", &follow_up)]).await?;
                 (parse_final_answer(&reply), Decision::Known, Vec::new())
             };
             ctx.rec.update_node(&id, |n| {
@@ -188,39 +157,15 @@ impl Strategy for SelfAsk {
             None => {
                 let pad = scratchpad(&pairs);
                 let reply = ctx
-                    .complete(
-                        "final",
-                        Some(SINK),
-                        "self_ask_final",
-                        &[("question", question), ("scratchpad", &pad)],
-                    )
+                    .complete("final", Some(SINK), "self_ask_final", &[("question", question), ("scratchpad", &pad)])
                     .await?;
                 parse_final_answer(&reply)
             }
         };
-        let parents = if pairs.is_empty() {
-            Vec::new()
-        } else {
-            vec![pairs.len().to_string()]
-        };
-        let decision = if pairs.is_empty() {
-            Decision::Known
-        } else {
-            Decision::Decomposed
-        };
-        record_sink(
-            ctx,
-            question,
-            &text,
-            decision,
-            parents,
-            Vec::new(),
-            json!({ "forced_final": forced }),
-        );
-        Ok(Answer {
-            text,
-            rationale: Some(scratchpad(&pairs)),
-        })
+        let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };
+        let decision = if pairs.is_empty() { Decision::Known } else { Decision::Decomposed };
+        record_sink(ctx, question, &text, decision, parents, Vec::new(), json!({ "forced_final": forced }));
+        Ok(Answer { text, rationale: Some(scratchpad(&pairs)) })
     }
 }
 
@@ -235,8 +180,7 @@ mod tests {
     fn two_hop_model() -> ScriptedLlm {
         ScriptedLlm::new()
             .on_fn("Follow-up questions so far", |prompt, _| {
-                if prompt.contains("Intermediate answer: Frank Herbert")
-                    && prompt.contains("Intermediate answer: 1920")
+                if prompt.contains("Intermediate answer: Frank Herbert") && prompt.contains("Intermediate answer: 1920")
                 {
                     "So the final answer is: 1920".into()
                 } else if prompt.contains("Intermediate answer: Frank Herbert") {
@@ -264,13 +208,9 @@ mod tests {
         ];
         let llm = two_hop_model();
         let c = ctx(llm.clone(), "self-ask", Some(docs));
-        let trace = run(
-            &SelfAsk::new(SelfAskOptions::default(), true),
-            &c,
-            "When was the author of Dune born?",
-        )
-        .await
-        .expect("run");
+        let trace = run(&SelfAsk::new(SelfAskOptions::default(), true), &c, "When was the author of Dune born?")
+            .await
+            .expect("run");
         assert_eq!(trace.answer, "1920");
         assert_eq!(trace.stats.retrieval_rounds, 2);
         // 3 follow-up/final steps + 2 readings.
@@ -281,10 +221,7 @@ mod tests {
         assert_eq!(n1.decision, Decision::Retrieved);
         assert_eq!(n1.answer.as_deref(), Some("Frank Herbert"));
         assert!(!n1.passages.is_empty());
-        assert_eq!(
-            trace.node("2").map(|n| n.parents.clone()),
-            Some(vec!["1".to_string()])
-        );
+        assert_eq!(trace.node("2").map(|n| n.parents.clone()), Some(vec!["1".to_string()]));
         let sink = trace.node("Q").expect("sink");
         assert_eq!(sink.decision, Decision::Decomposed);
         assert_eq!(trace.edges.len(), 2, "1 -> 2 -> Q");
@@ -294,13 +231,9 @@ mod tests {
     async fn without_retrieval_answers_from_knowledge() {
         let llm = two_hop_model();
         let c = ctx(llm, "self-ask-noir", None);
-        let trace = run(
-            &SelfAsk::new(SelfAskOptions::default(), false),
-            &c,
-            "When was the author of Dune born?",
-        )
-        .await
-        .expect("run");
+        let trace = run(&SelfAsk::new(SelfAskOptions::default(), false), &c, "When was the author of Dune born?")
+            .await
+            .expect("run");
         assert_eq!(trace.answer, "1920");
         assert_eq!(trace.stats.retrieval_rounds, 0);
         assert_eq!(trace.node("2").map(|n| n.decision), Some(Decision::Known));
@@ -309,44 +242,26 @@ mod tests {
     #[tokio::test]
     async fn step_limit_forces_a_final_answer() {
         let llm = ScriptedLlm::new()
-            .on_fn("Follow-up questions so far", |_, _| {
-                "Follow up: Who is it?".into()
-            })
+            .on_fn("Follow-up questions so far", |_, _| "Follow up: Who is it?".into())
             .on("Give the final answer", "Answer: nobody")
             .on("Question: Who is it?", "Answer: someone");
         let c = ctx(llm, "self-ask-noir", None);
-        let opts = SelfAskOptions {
-            max_steps: 3,
-            k: None,
-        };
-        let trace = run(&SelfAsk::new(opts, false), &c, "Who?")
-            .await
-            .expect("run");
+        let opts = SelfAskOptions { max_steps: 3, k: None };
+        let trace = run(&SelfAsk::new(opts, false), &c, "Who?").await.expect("run");
         // Step 1 asks, step 2 repeats the same follow-up, which forces the final answer.
         assert_eq!(trace.answer, "nobody");
         assert_eq!(trace.nodes.len(), 2, "one follow-up node and the sink");
-        assert_eq!(
-            trace.node("Q").map(|n| n.extra["forced_final"].clone()),
-            Some(serde_json::json!(true))
-        );
+        assert_eq!(trace.node("Q").map(|n| n.extra["forced_final"].clone()), Some(serde_json::json!(true)));
     }
 
     #[test]
     fn step_parsing() {
+        assert_eq!(parse_self_ask_step("Follow up: Who is X?"), SelfAskStep::FollowUp("Who is X?".into()));
         assert_eq!(
-            parse_self_ask_step("Follow up: Who is X?"),
-            SelfAskStep::FollowUp("Who is X?".into())
-        );
-        assert_eq!(
-            parse_self_ask_step(
-                "Are follow up questions needed here: No.\nSo the final answer is: Paris."
-            ),
+            parse_self_ask_step("Are follow up questions needed here: No.\nSo the final answer is: Paris."),
             SelfAskStep::Final("Paris".into())
         );
-        assert_eq!(
-            parse_self_ask_step("**Follow-up:** Where?"),
-            SelfAskStep::FollowUp("Where?".into())
-        );
+        assert_eq!(parse_self_ask_step("**Follow-up:** Where?"), SelfAskStep::FollowUp("Where?".into()));
         assert_eq!(parse_self_ask_step("I do not know"), SelfAskStep::Unclear);
     }
 }

@@ -1,0 +1,137 @@
+//! Command-line definitions. Every flag that has a config-file equivalent also reads an
+//! environment variable; precedence is flag > environment > hopwise.toml > built-in default.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hopwise",
+    version,
+    about = "Answer multi-hop questions by planning a graph of sub-questions and retrieving only where the model does not know",
+    long_about = "hopwise answers hard, multi-hop questions. It plans a graph of sub-questions (ToQD, HGOT), asks the \
+model what it already knows, and retrieves evidence only where it does not. Every answer carries its graph, \
+evidence and citations.\n\nWith no configuration it runs fully offline: the local Qwen2.5 model and the sample \
+index, both prepared by `hopwise setup`.",
+    after_help = "Examples:\n  hopwise setup\n  hopwise ask \"Which Canadian rock band released Counterparts and had a Hall of Fame drummer?\"\n  hopwise index ./my-docs --index ./my-index\n  hopwise ask \"...\" --index ./my-index --json\n  hopwise ask \"...\" --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-7B-Instruct"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Configuration file (default: ./hopwise.toml when present).
+    #[arg(long, global = true, env = "HOPWISE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Data directory for models, indexes and caches.
+    #[arg(long, global = true, env = "HOPWISE_HOME")]
+    pub home: Option<PathBuf>,
+    /// Which configured model backend to use (`[llms.NAME]`).
+    #[arg(long, global = true, env = "HOPWISE_LLM")]
+    pub llm: Option<String>,
+    /// Model: a name (qwen2.5-1.5b, qwen2.5-0.5b, smollm2-135m), a GGUF path, or a served model id.
+    #[arg(long, global = true, env = "HOPWISE_MODEL")]
+    pub model: Option<String>,
+    /// Use an OpenAI-compatible server at this URL (e.g. http://127.0.0.1:8000/v1); key from $OPENAI_API_KEY.
+    #[arg(long, global = true, env = "HOPWISE_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Inference threads for the local model.
+    #[arg(long, global = true, env = "HOPWISE_THREADS")]
+    pub threads: Option<u32>,
+    /// More log output (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Answer a question and show the reasoning graph.
+    Ask(AskArgs),
+    /// Build or update a BM25 index from JSONL, .txt and .md files or folders.
+    Index(IndexArgs),
+    /// Fetch and verify the local models and build the sample index (idempotent, resumable).
+    Setup(SetupArgs),
+    /// List the available strategies.
+    Strategies(JsonFlag),
+    /// List prompt templates, or print one.
+    Prompts(PromptsArgs),
+    /// Print the effective configuration (file + environment + flags).
+    Config,
+}
+
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question.
+    pub question: String,
+    /// Strategy (see `hopwise strategies`).
+    #[arg(short, long, env = "HOPWISE_STRATEGY")]
+    pub strategy: Option<String>,
+    /// BM25 index directory (default: the sample index).
+    #[arg(long, env = "HOPWISE_INDEX")]
+    pub index: Option<PathBuf>,
+    /// Do not retrieve (runs the strategy's retrieval-free mode, e.g. toqd-noir).
+    #[arg(long)]
+    pub no_retrieval: bool,
+    /// Passages per retrieval round.
+    #[arg(short, long)]
+    pub k: Option<usize>,
+    /// Graph expansions allowed (ToQD's r_max).
+    #[arg(long)]
+    pub r_max: Option<u32>,
+    /// Strategy option, KEY=VALUE (repeatable), e.g. --opt critique=false.
+    #[arg(long = "opt", value_name = "KEY=VALUE")]
+    pub opts: Vec<String>,
+    /// Print the trace as JSON on stdout and nothing else.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Files or folders: .jsonl ({"id","title","text"} per line), .txt, .md.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Index directory (created if missing; existing ids are replaced).
+    #[arg(long, env = "HOPWISE_INDEX")]
+    pub index: Option<PathBuf>,
+    /// Passage size in tokens for long documents.
+    #[arg(long, default_value_t = 256)]
+    pub chunk_tokens: usize,
+    /// Tokens shared by consecutive passages.
+    #[arg(long, default_value_t = 32)]
+    pub overlap: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// Models to fetch (repeatable). Default: the configured local model.
+    #[arg(long = "fetch")]
+    pub models: Vec<String>,
+    /// Skip building the sample index.
+    #[arg(long)]
+    pub no_index: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PromptsArgs {
+    /// A template name to print.
+    pub name: Option<String>,
+}

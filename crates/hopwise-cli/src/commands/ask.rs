@@ -1,0 +1,77 @@
+//! `hopwise ask`: answer one question and print the answer with its graph, or the trace as JSON.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use hopwise_config::Config;
+use hopwise_core::Recorder;
+use hopwise_reason::strategy::{self, CATALOG};
+use hopwise_reason::{Ctx, StrategyOptions};
+
+use crate::backends;
+use crate::cli::AskArgs;
+use crate::render::render_trace;
+
+/// Parses `KEY=VALUE` options; values are JSON when they parse as JSON (`true`, `3`, `"x"`), else strings.
+pub fn parse_opts(pairs: &[String], into: &mut StrategyOptions) -> Result<()> {
+    for pair in pairs {
+        let (k, v) = pair.split_once('=').with_context(|| format!("--opt `{pair}` must be KEY=VALUE"))?;
+        let value = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+        into.set(k.trim(), value);
+    }
+    Ok(())
+}
+
+/// The strategy to run, honouring `--no-retrieval` through the `-noir` variants.
+pub fn resolve_strategy_name(name: &str, no_retrieval: bool) -> Result<String> {
+    if !CATALOG.iter().any(|(n, _)| *n == name) {
+        bail!("unknown strategy `{name}`; `hopwise strategies` lists them");
+    }
+    if !no_retrieval || name.ends_with("-noir") {
+        return Ok(name.to_string());
+    }
+    let variant = format!("{name}-noir");
+    if CATALOG.iter().any(|(n, _)| *n == variant) {
+        Ok(variant)
+    } else {
+        bail!("strategy `{name}` has no retrieval-free mode")
+    }
+}
+
+pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
+    if args.question.trim().is_empty() {
+        bail!("the question is empty");
+    }
+    config.apply(&hopwise_config::Overrides {
+        index: args.index.clone(),
+        strategy: args.strategy.clone(),
+        k: args.k,
+        r_max: args.r_max,
+        ..Default::default()
+    })?;
+    let name = resolve_strategy_name(&config.strategy, args.no_retrieval)?;
+    let mut options = config.strategy_options(&name);
+    parse_opts(&args.opts, &mut options)?;
+    let strategy = strategy::build(&name, &options)?;
+
+    let retriever = if strategy.needs_retriever() { Some(backends::open_retriever(&config)?) } else { None };
+    let llm = backends::build_llm(&config, !args.json).await?;
+    let rec = Recorder::new(&args.question, &name);
+    let ctx = Ctx::new(llm, Arc::new(config.prompts()?), rec)
+        .with_retriever(retriever)
+        .with_budget(config.budget.clone())
+        .with_k(config.k);
+    let trace = strategy::run(strategy.as_ref(), &ctx, &args.question).await?;
+
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&trace)?);
+    } else {
+        print!("{}", render_trace(&trace));
+    }
+    if trace.best_effort && trace.answer.trim().is_empty() {
+        eprintln!("error: no answer could be produced: {}", trace.notes.join("; "));
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,36 @@
+//! One module per subcommand.
+
+mod ask;
+mod info;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use hopwise_config::{Config, Overrides};
+
+use crate::cli::{Cli, Command, GlobalArgs};
+
+/// Loads the configuration and applies the global flags (which already include their env vars).
+pub fn load_config(global: &GlobalArgs) -> Result<Config> {
+    let mut config = Config::load(global.config.as_deref())?;
+    config.apply(&Overrides {
+        home: global.home.clone(),
+        llm: global.llm.clone(),
+        model: global.model.clone(),
+        base_url: global.base_url.clone(),
+        threads: global.threads,
+        ..Default::default()
+    })?;
+    Ok(config)
+}
+
+pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
+    let config = load_config(&cli.global)?;
+    match cli.command {
+        Command::Ask(args) => ask::run(config, args).await,
+        Command::Strategies(args) => info::strategies(args.json),
+        Command::Prompts(args) => info::prompts(&config, args.name.as_deref()),
+        Command::Config => info::config(&config),
+        Command::Index(_) | Command::Setup(_) => anyhow::bail!("not wired yet"),
+    }
+}

@@ -1,0 +1,344 @@
+//! Configuration: one TOML file (`hopwise.toml`), overridden by environment variables, overridden by
+//! command-line flags. This crate only reads and merges; `backends` turns the result into live
+//! backends.
+//!
+//! Where the file is looked for: `--config F`, else `$HOPWISE_CONFIG`, else `./hopwise.toml` if it
+//! exists, else built-in defaults (the embedded local model and the sample index).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hopwise_reason::{Budget, StrategyOptions};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
+
+/// How to reach a language model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum LlmConfig {
+    /// In-process llama.cpp with a GGUF model: a known name (`qwen2.5-1.5b`, `qwen2.5-0.5b`,
+    /// `smollm2-135m`) fetched by `hopwise setup`, or a path to any GGUF file.
+    Local {
+        #[serde(default = "default_model")]
+        model: String,
+        /// Inference threads (default: all cores, or `$HOPWISE_THREADS`).
+        #[serde(default)]
+        threads: Option<u32>,
+        /// Context window in tokens.
+        #[serde(default = "default_context")]
+        context: u32,
+    },
+    /// Any OpenAI-compatible server: vLLM, llama.cpp's server, Ollama, hosted APIs.
+    Openai {
+        base_url: String,
+        model: String,
+        /// Name of the environment variable holding the API key (never the key itself).
+        #[serde(default)]
+        api_key_env: Option<String>,
+        #[serde(default = "default_timeout")]
+        timeout_secs: u64,
+        #[serde(default = "default_retries")]
+        max_retries: u32,
+        #[serde(default = "default_in_flight")]
+        max_in_flight: usize,
+        /// Send `grammar` (llama.cpp's server understands it) when a step asks for structure.
+        #[serde(default)]
+        send_grammar: bool,
+    },
+}
+
+fn default_model() -> String {
+    "qwen2.5-1.5b".into()
+}
+fn default_context() -> u32 {
+    4096
+}
+fn default_timeout() -> u64 {
+    120
+}
+fn default_retries() -> u32 {
+    4
+}
+fn default_in_flight() -> usize {
+    8
+}
+
+/// The whole configuration, as read from `hopwise.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Data directory for models, indexes and caches (`$HOPWISE_HOME`, default `~/.cache/hopwise`).
+    pub home: Option<PathBuf>,
+    /// Which `[llm.NAME]` to use.
+    pub llm: String,
+    /// Named model backends.
+    #[serde(rename = "llms")]
+    pub llms: BTreeMap<String, LlmConfig>,
+    /// The BM25 index directory (default: the sample index under `home`).
+    pub index: Option<PathBuf>,
+    /// Default strategy.
+    pub strategy: String,
+    /// Passages per retrieval round.
+    pub k: usize,
+    pub budget: Budget,
+    /// Per-strategy options: `[strategies.toqd] critique = false`.
+    pub strategies: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// Prompt template overrides: `[prompts] toqd_decompose = "..."`.
+    pub prompts: BTreeMap<String, String>,
+    /// A TOML file of prompt overrides.
+    pub prompts_file: Option<PathBuf>,
+    /// Cache model calls on disk (always on for `hopwise eval` unless `--no-cache`).
+    pub cache: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let mut llms = BTreeMap::new();
+        llms.insert("local".to_string(), LlmConfig::Local { model: default_model(), threads: None, context: default_context() });
+        Self {
+            home: None,
+            llm: "local".into(),
+            llms,
+            index: None,
+            strategy: "toqd".into(),
+            k: 5,
+            budget: Budget::default(),
+            strategies: BTreeMap::new(),
+            prompts: BTreeMap::new(),
+            prompts_file: None,
+            cache: false,
+        }
+    }
+}
+
+/// Values from flags or the environment that override the file. `None` leaves the file's value.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub home: Option<PathBuf>,
+    pub llm: Option<String>,
+    /// `--model`: a model name or GGUF path for a local backend, or the model id for an OpenAI one.
+    pub model: Option<String>,
+    /// `--base-url`: switches to an OpenAI-compatible backend at this URL.
+    pub base_url: Option<String>,
+    pub index: Option<PathBuf>,
+    pub strategy: Option<String>,
+    pub k: Option<usize>,
+    pub threads: Option<u32>,
+    pub r_max: Option<u32>,
+}
+
+impl Config {
+    /// Reads `path`, or finds the file as the module docs describe. Unknown keys are errors, so a
+    /// typo never silently falls back to a default.
+    pub fn load(path: Option<&Path>) -> Result<Self> {
+        let path = path
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("HOPWISE_CONFIG").map(PathBuf::from))
+            .or_else(|| Some(PathBuf::from("hopwise.toml")).filter(|p| p.exists()));
+        match path {
+            Some(p) => Self::from_file(&p),
+            None => Ok(Self::default()),
+        }
+    }
+
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::File { path: path.to_path_buf(), message: e.to_string() })?;
+        Self::from_toml(&src).map_err(|e| ConfigError::File { path: path.to_path_buf(), message: e.to_string() })
+    }
+
+    pub fn from_toml(src: &str) -> Result<Self> {
+        let mut config: Config = toml::from_str(src).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        if !config.llms.contains_key("local") {
+            config.llms.insert("local".into(), LlmConfig::Local { model: default_model(), threads: None, context: default_context() });
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Environment variables: `HOPWISE_HOME`, `HOPWISE_LLM`, `HOPWISE_MODEL`, `HOPWISE_BASE_URL`,
+    /// `HOPWISE_INDEX`, `HOPWISE_STRATEGY`, `HOPWISE_THREADS`.
+    pub fn env_overrides() -> Result<Overrides> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let threads = match var("HOPWISE_THREADS") {
+            Some(t) => Some(t.parse().map_err(|_| ConfigError::Invalid(format!("HOPWISE_THREADS={t} is not a number")))?),
+            None => None,
+        };
+        Ok(Overrides {
+            home: var("HOPWISE_HOME").map(PathBuf::from),
+            llm: var("HOPWISE_LLM"),
+            model: var("HOPWISE_MODEL"),
+            base_url: var("HOPWISE_BASE_URL"),
+            index: var("HOPWISE_INDEX").map(PathBuf::from),
+            strategy: var("HOPWISE_STRATEGY"),
+            k: None,
+            threads,
+            r_max: None,
+        })
+    }
+
+    /// Applies overrides (call with the environment's, then the flags').
+    pub fn apply(&mut self, o: &Overrides) -> Result<()> {
+        if let Some(h) = &o.home {
+            self.home = Some(h.clone());
+        }
+        if let Some(l) = &o.llm {
+            self.llm = l.clone();
+        }
+        if let Some(url) = &o.base_url {
+            let model = o.model.clone().unwrap_or_else(|| "default".into());
+            self.llms.insert(
+                "cli".into(),
+                LlmConfig::Openai {
+                    base_url: url.clone(),
+                    model,
+                    api_key_env: Some("OPENAI_API_KEY".into()),
+                    timeout_secs: default_timeout(),
+                    max_retries: default_retries(),
+                    max_in_flight: default_in_flight(),
+                    send_grammar: false,
+                },
+            );
+            self.llm = "cli".into();
+        } else if let Some(m) = &o.model {
+            match self.llms.get_mut(&self.llm) {
+                Some(LlmConfig::Local { model, .. }) | Some(LlmConfig::Openai { model, .. }) => *model = m.clone(),
+                None => {}
+            }
+        }
+        if let Some(t) = o.threads {
+            if let Some(LlmConfig::Local { threads, .. }) = self.llms.get_mut(&self.llm) {
+                *threads = Some(t);
+            }
+        }
+        if let Some(i) = &o.index {
+            self.index = Some(i.clone());
+        }
+        if let Some(s) = &o.strategy {
+            self.strategy = s.clone();
+        }
+        if let Some(k) = o.k {
+            self.k = k;
+        }
+        if let Some(r) = o.r_max {
+            self.budget.r_max = r;
+        }
+        self.validate()
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !self.llms.contains_key(&self.llm) {
+            let known: Vec<&str> = self.llms.keys().map(String::as_str).collect();
+            return Err(ConfigError::Invalid(format!("llm `{}` is not configured; configured: {}", self.llm, known.join(", "))));
+        }
+        if self.k == 0 || self.k > 100 {
+            return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
+        }
+        Ok(())
+    }
+
+    /// The data directory: `home`, else `$HOME/.cache/hopwise`.
+    pub fn home_dir(&self) -> PathBuf {
+        self.home.clone().unwrap_or_else(default_home)
+    }
+
+    /// The index to use: the configured one, else the sample index built by `hopwise setup`.
+    pub fn index_dir(&self) -> PathBuf {
+        self.index.clone().unwrap_or_else(|| self.home_dir().join("indexes").join("sample"))
+    }
+
+    pub fn llm_config(&self) -> &LlmConfig {
+        // validate() guarantees presence; fall back to the default local model regardless.
+        static FALLBACK: std::sync::OnceLock<LlmConfig> = std::sync::OnceLock::new();
+        self.llms.get(&self.llm).unwrap_or_else(|| {
+            FALLBACK.get_or_init(|| LlmConfig::Local { model: default_model(), threads: None, context: default_context() })
+        })
+    }
+
+    pub fn strategy_options(&self, strategy: &str) -> StrategyOptions {
+        StrategyOptions(self.strategies.get(strategy).cloned().unwrap_or_default())
+    }
+
+    /// The prompt templates in force: built-ins, then `prompts_file`, then `[prompts]`.
+    pub fn prompts(&self) -> Result<hopwise_core::Prompts> {
+        let mut p = hopwise_core::Prompts::default();
+        if let Some(f) = &self.prompts_file {
+            p = p.with_overrides_file(f).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        }
+        p.with_overrides(&self.prompts).map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+}
+
+/// `$HOPWISE_HOME`, else `$HOME/.cache/hopwise`, else `./.hopwise`.
+pub fn default_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("HOPWISE_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(h);
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".cache").join("hopwise"),
+        None => PathBuf::from(".hopwise"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_use_the_local_model() {
+        let c = Config::default();
+        assert!(matches!(c.llm_config(), LlmConfig::Local { model, .. } if model == "qwen2.5-1.5b"));
+        assert_eq!(c.strategy, "toqd");
+        assert_eq!(c.budget.r_max, 6);
+    }
+
+    #[test]
+    fn file_then_overrides() {
+        let mut c = Config::from_toml(
+            r#"
+            llm = "vllm"
+            k = 3
+            [llms.vllm]
+            kind = "openai"
+            base_url = "http://127.0.0.1:8000/v1"
+            model = "qwen"
+            api_key_env = "MY_KEY"
+            [budget]
+            r_max = 2
+            [strategies.toqd]
+            critique = false
+            [prompts]
+            toqd_self_verify = "Q: {question}"
+            "#,
+        )
+        .expect("valid");
+        assert!(matches!(c.llm_config(), LlmConfig::Openai { model, .. } if model == "qwen"));
+        assert_eq!(c.budget.r_max, 2);
+        assert_eq!(c.strategy_options("toqd").0.get("critique"), Some(&serde_json::Value::Bool(false)));
+        assert!(c.prompts().expect("prompts").template("toqd_self_verify") == Some("Q: {question}"));
+        c.apply(&Overrides { model: Some("other".into()), k: Some(7), ..Default::default() }).expect("apply");
+        assert!(matches!(c.llm_config(), LlmConfig::Openai { model, .. } if model == "other"));
+        assert_eq!(c.k, 7);
+        c.apply(&Overrides { base_url: Some("http://127.0.0.1:9/v1".into()), ..Default::default() }).expect("apply");
+        assert!(matches!(c.llm_config(), LlmConfig::Openai { base_url, .. } if base_url.ends_with(":9/v1")));
+    }
+
+    #[test]
+    fn mistakes_are_reported() {
+        assert!(Config::from_toml("strategi = \"toqd\"").is_err(), "unknown key");
+        assert!(Config::from_toml("llm = \"nope\"").is_err(), "unknown llm");
+        assert!(Config::from_toml("k = 0").is_err());
+        assert!(Config::from_toml("[prompts]\ntoqd_self_verify = \"{nope}\"").expect("parses").prompts().is_err());
+        let err = Config::from_file(Path::new("/nonexistent/hopwise.toml")).expect_err("missing");
+        assert!(err.to_string().contains("/nonexistent/hopwise.toml"));
+    }
+}

@@ -1,0 +1,340 @@
+//! Natural-language inference with the chat model as the judge (no NLI cross-encoder ships on
+//! these machines), plus the pairwise entailment matrix the uncertainty estimators read.
+//!
+//! The judge asks for one label (`nli_judge` template). Label probabilities come from the first
+//! token's `top_logprobs` when the backend reports them (a softmax over the three labels' tokens);
+//! otherwise the parsed label is taken as certain. Judgements are cached per judge instance, keyed
+//! by the exact pair, so a strategy that creates one judge per question never asks twice.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use hopwise_core::text::word_count;
+use hopwise_core::{
+    BackendErrorKind, ChatMessage, ChatRequest, Error, EventKind, GenParams, Llm, Nli, NliLabel, NliVerdict, Prompts,
+    Recorder, Result,
+};
+
+use crate::uncertainty::Matrix;
+
+/// Pairs kept before the cache is cleared (bounds memory when one judge serves many questions).
+const CACHE_CAPACITY: usize = 4096;
+
+/// An [`Nli`] backed by a chat model.
+pub struct LlmNli {
+    llm: Arc<dyn Llm>,
+    prompts: Arc<Prompts>,
+    name: String,
+    recorder: Option<Recorder>,
+    cache: Mutex<HashMap<(String, String), NliVerdict>>,
+    llm_calls: AtomicU64,
+}
+
+impl LlmNli {
+    pub fn new(llm: Arc<dyn Llm>, prompts: Arc<Prompts>) -> Self {
+        let name = format!("llm-judge:{}", llm.name());
+        Self { llm, prompts, name, recorder: None, cache: Mutex::new(HashMap::new()), llm_calls: AtomicU64::new(0) }
+    }
+
+    /// Meter every judge call into `rec` (an `llm_call` event with purpose `nli_judge`, and the
+    /// call, word and token counts), as the strategy's own calls are.
+    pub fn with_recorder(mut self, rec: Recorder) -> Self {
+        self.recorder = Some(rec);
+        self
+    }
+
+    /// Model calls made so far (cache hits excluded).
+    pub fn llm_calls(&self) -> u64 {
+        self.llm_calls.load(Ordering::SeqCst)
+    }
+
+    fn cached(&self, key: &(String, String)) -> Option<NliVerdict> {
+        self.cache.lock().ok().and_then(|c| c.get(key).copied())
+    }
+
+    fn remember(&self, key: (String, String), verdict: NliVerdict) {
+        if let Ok(mut c) = self.cache.lock() {
+            if c.len() >= CACHE_CAPACITY {
+                c.clear();
+            }
+            c.insert(key, verdict);
+        }
+    }
+
+    fn meter(&self, start_ms: u64, request: &ChatRequest, result: &Result<hopwise_core::ChatResponse>) {
+        let Some(rec) = &self.recorder else { return };
+        let input_words: u64 = request.messages.iter().map(|m| word_count(&m.content)).sum();
+        let (prompt_tokens, completion_tokens, output_words, error) = match result {
+            Ok(r) => (r.usage.prompt_tokens, r.usage.completion_tokens, word_count(r.text()), None),
+            Err(e) => (0, 0, 0, Some(e.to_string())),
+        };
+        rec.with_stats(|s| {
+            s.llm_calls += 1;
+            s.input_words += input_words;
+            s.output_words += output_words;
+            s.prompt_tokens += prompt_tokens;
+            s.completion_tokens += completion_tokens;
+        });
+        let kind = EventKind::LlmCall {
+            purpose: "nli_judge".into(),
+            n: 1,
+            prompt_tokens,
+            completion_tokens,
+            input_words,
+            output_words,
+            grammar: false,
+            error,
+        };
+        rec.event(None, start_ms, kind);
+    }
+}
+
+#[async_trait]
+impl Nli for LlmNli {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn judge(&self, premise: &str, hypothesis: &str) -> Result<NliVerdict> {
+        let key = (premise.to_string(), hypothesis.to_string());
+        if let Some(v) = self.cached(&key) {
+            return Ok(v);
+        }
+        let prompt = self.prompts.render("nli_judge", &[("premise", premise), ("hypothesis", hypothesis)])?;
+        let mut messages = Vec::with_capacity(2);
+        if let Some(system) = self.prompts.template("system").filter(|s| !s.trim().is_empty()) {
+            messages.push(ChatMessage::system(system));
+        }
+        messages.push(ChatMessage::user(prompt));
+        let params =
+            GenParams { temperature: 0.0, top_p: 1.0, max_tokens: 8, n: 1, logprobs: true, ..GenParams::default() };
+        let request = ChatRequest::new(messages, params);
+        let start = self.recorder.as_ref().map(Recorder::now_ms).unwrap_or(0);
+        self.llm_calls.fetch_add(1, Ordering::SeqCst);
+        let result = self.llm.chat(&request).await;
+        self.meter(start, &request, &result);
+        let response = result?;
+        let choice = response.choices.first();
+        let verdict = choice
+            .and_then(|c| verdict_from_logprobs(&c.top_logprobs))
+            .or_else(|| choice.and_then(|c| parse_label(&c.text)).map(NliVerdict::certain))
+            .ok_or_else(|| {
+                Error::backend(
+                    &self.name,
+                    BackendErrorKind::Malformed,
+                    format!("no NLI label in the judge's reply {:?}", response.text()),
+                )
+            })?;
+        self.remember(key, verdict);
+        Ok(verdict)
+    }
+}
+
+/// The first label named in `text` (`entail…`, `contradict…`, `neutral`), case-insensitive.
+/// A negated entailment ("does not entail", "doesn't entail") reads as neutral.
+pub fn parse_label(text: &str) -> Option<NliLabel> {
+    let lower = text.to_lowercase();
+    let stems =
+        [("entail", NliLabel::Entailment), ("contradict", NliLabel::Contradiction), ("neutral", NliLabel::Neutral)];
+    let (pos, label) =
+        stems.iter().filter_map(|(stem, label)| lower.find(stem).map(|p| (p, *label))).min_by_key(|(p, _)| *p)?;
+    if label == NliLabel::Entailment {
+        let before = lower[..pos].trim_end();
+        if before.ends_with("not") || before.ends_with("n't") || before.ends_with("no") {
+            return Some(NliLabel::Neutral);
+        }
+    }
+    Some(label)
+}
+
+/// Label probabilities from the first token's candidates: each candidate that starts one of the
+/// label words (at least two letters, e.g. `ent`, ` Neutral`, `contr`) adds its probability to that
+/// label; the three totals are renormalised. `None` when no candidate names a label.
+pub fn verdict_from_logprobs(top: &[(String, f32)]) -> Option<NliVerdict> {
+    const LABELS: [(&str, NliLabel); 3] =
+        [("entail", NliLabel::Entailment), ("contradict", NliLabel::Contradiction), ("neutral", NliLabel::Neutral)];
+    let mut mass = [0f64; 3];
+    for (token, logprob) in top {
+        let word = token.trim_matches(|c: char| !c.is_alphabetic()).to_lowercase();
+        if word.len() < 2 || !logprob.is_finite() {
+            continue;
+        }
+        if let Some(k) = LABELS.iter().position(|(label, _)| label.starts_with(&word) || word.starts_with(label)) {
+            mass[k] += f64::from(*logprob).exp();
+        }
+    }
+    let total: f64 = mass.iter().sum();
+    if total <= 0.0 || !total.is_finite() {
+        return None;
+    }
+    Some(NliVerdict {
+        entailment: (mass[0] / total) as f32,
+        contradiction: (mass[1] / total) as f32,
+        neutral: (mass[2] / total) as f32,
+    })
+}
+
+/// Pairwise entailment among responses: `entail.get(i, j)` is p(response `i` entails `j`), and
+/// `mutual[i][j]` says whether the labels are entailment both ways (the Semantic Sets relation).
+#[derive(Debug, Clone)]
+pub struct EntailmentMatrix {
+    pub entail: Matrix,
+    pub mutual: Vec<Vec<bool>>,
+    /// Directional judgements asked of the judge (identical and empty texts are not asked).
+    pub judgements: u64,
+}
+
+/// Judges every ordered pair of distinct responses. Identical texts (after trimming) entail each
+/// other without asking; an empty response entails nothing and is entailed by nothing but another
+/// empty one. Each distinct text pair is asked once, however often it repeats among the samples.
+pub async fn entailment_matrix(nli: &dyn Nli, texts: &[String]) -> Result<EntailmentMatrix> {
+    let n = texts.len();
+    let trimmed: Vec<&str> = texts.iter().map(|t| t.trim()).collect();
+    let mut distinct: Vec<&str> = Vec::new();
+    let class: Vec<usize> = trimmed
+        .iter()
+        .map(|t| match distinct.iter().position(|d| d == t) {
+            Some(k) => k,
+            None => {
+                distinct.push(t);
+                distinct.len() - 1
+            }
+        })
+        .collect();
+    let m = distinct.len();
+    let asks: Vec<(usize, usize)> = (0..m)
+        .flat_map(|a| (0..m).map(move |b| (a, b)))
+        .filter(|&(a, b)| a != b && !distinct[a].is_empty() && !distinct[b].is_empty())
+        .collect();
+    let verdicts =
+        futures::future::try_join_all(asks.iter().map(|&(a, b)| nli.judge(distinct[a], distinct[b]))).await?;
+    let mut table: HashMap<(usize, usize), NliVerdict> = asks.iter().copied().zip(verdicts).collect();
+    for a in 0..m {
+        table.insert((a, a), NliVerdict::certain(NliLabel::Entailment));
+    }
+    let lookup = |i: usize, j: usize| table.get(&(class[i], class[j])).copied();
+    let entails = |i: usize, j: usize| lookup(i, j).is_some_and(|v| v.label() == NliLabel::Entailment);
+    let mut entail = Matrix::identity(n);
+    for i in 0..n {
+        for j in 0..n {
+            entail.set(i, j, lookup(i, j).map_or(0.0, |v| f64::from(v.entailment)));
+        }
+    }
+    let mutual = (0..n).map(|i| (0..n).map(|j| entails(i, j) && entails(j, i)).collect()).collect();
+    Ok(EntailmentMatrix { entail, mutual, judgements: asks.len() as u64 })
+}
+
+#[cfg(test)]
+mod tests {
+    use hopwise_core::scripted::ScriptedLlm;
+    use hopwise_core::{ChatResponse, Completion};
+
+    use super::*;
+
+    #[test]
+    fn parses_labels_robustly() {
+        assert_eq!(parse_label("entail"), Some(NliLabel::Entailment));
+        assert_eq!(parse_label("  Entailment."), Some(NliLabel::Entailment));
+        assert_eq!(parse_label("Label: CONTRADICTION"), Some(NliLabel::Contradiction));
+        assert_eq!(parse_label("neutral - B may be either"), Some(NliLabel::Neutral));
+        assert_eq!(parse_label("A does not entail B"), Some(NliLabel::Neutral));
+        assert_eq!(parse_label("A doesn't entail B"), Some(NliLabel::Neutral));
+        assert_eq!(parse_label("contradict, it does not entail"), Some(NliLabel::Contradiction));
+        assert_eq!(parse_label("yes"), None);
+        assert_eq!(parse_label(""), None);
+    }
+
+    #[test]
+    fn logprobs_give_label_probabilities() {
+        let ln = |p: f32| p.ln();
+        let top = vec![
+            ("ent".to_string(), ln(0.6)),
+            (" Ent".to_string(), ln(0.1)),
+            ("neutral".to_string(), ln(0.2)),
+            ("contr".to_string(), ln(0.05)),
+            ("the".to_string(), ln(0.05)),
+        ];
+        let v = verdict_from_logprobs(&top).expect("labels present");
+        assert!((v.entailment - 0.7 / 0.95).abs() < 1e-5, "{v:?}");
+        assert!((v.neutral - 0.2 / 0.95).abs() < 1e-5);
+        assert!((v.contradiction - 0.05 / 0.95).abs() < 1e-5);
+        assert!((v.entailment + v.neutral + v.contradiction - 1.0).abs() < 1e-5);
+        assert!(verdict_from_logprobs(&[("the".into(), -0.1), ("e".into(), -0.1)]).is_none());
+        assert!(verdict_from_logprobs(&[]).is_none());
+    }
+
+    struct LogprobJudge;
+
+    #[async_trait]
+    impl Llm for LogprobJudge {
+        fn name(&self) -> &str {
+            "logprob-judge"
+        }
+        async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+            assert!(request.params.logprobs, "the judge asks for logprobs");
+            let choice = Completion {
+                text: "neutral".into(),
+                finish_reason: None,
+                top_logprobs: vec![("entail".into(), 0.8f32.ln()), ("neutral".into(), 0.2f32.ln())],
+            };
+            Ok(ChatResponse { choices: vec![choice], ..Default::default() })
+        }
+    }
+
+    #[tokio::test]
+    async fn judge_prefers_logprobs_over_the_label() {
+        let nli = LlmNli::new(Arc::new(LogprobJudge), Arc::new(Prompts::default()));
+        let v = nli.judge("a", "b").await.expect("verdict");
+        assert!((v.entailment - 0.8).abs() < 1e-5 && v.label() == NliLabel::Entailment);
+    }
+
+    #[tokio::test]
+    async fn judge_reads_the_label_and_caches_pairs() {
+        let llm =
+            ScriptedLlm::new().on("Statement B: Paris is in France", "Entail").on("Statement B:", "contradiction");
+        let rec = Recorder::new("q", "uar");
+        let nli = LlmNli::new(Arc::new(llm.clone()), Arc::new(Prompts::default())).with_recorder(rec.clone());
+        let v = nli.judge("Paris is the capital of France", "Paris is in France").await.expect("verdict");
+        assert_eq!(v, NliVerdict::certain(NliLabel::Entailment));
+        let again = nli.judge("Paris is the capital of France", "Paris is in France").await.expect("verdict");
+        assert_eq!(again, v);
+        let other = nli.judge("Paris is in France", "Paris is in Spain").await.expect("verdict");
+        assert_eq!(other.label(), NliLabel::Contradiction);
+        assert_eq!(nli.llm_calls(), 2, "the repeated pair came from the cache");
+        assert_eq!(llm.calls().len(), 2);
+        assert_eq!(rec.stats().llm_calls, 2, "judge calls are metered into the trace");
+        assert!(llm.calls()[0].contains("Statement A: Paris is the capital of France"));
+    }
+
+    #[tokio::test]
+    async fn unreadable_reply_is_a_malformed_backend_error() {
+        let nli = LlmNli::new(Arc::new(ScriptedLlm::new().fallback("I cannot say")), Arc::new(Prompts::default()));
+        let err = nli.judge("a", "b").await.expect_err("no label");
+        assert_eq!(err.backend_kind(), Some(BackendErrorKind::Malformed));
+    }
+
+    #[tokio::test]
+    async fn entailment_matrix_skips_identical_and_empty_texts() {
+        // "x" and "y" entail each other; "z" is neutral to both.
+        let llm = ScriptedLlm::new()
+            .on_fn("Statement A: z", |_, _| "neutral".into())
+            .on_fn("Statement B: z", |_, _| "neutral".into())
+            .fallback("entail");
+        let nli = LlmNli::new(Arc::new(llm.clone()), Arc::new(Prompts::default()));
+        let texts: Vec<String> = ["x", "x ", "y", "z", ""].iter().map(|s| s.to_string()).collect();
+        let m = entailment_matrix(&nli, &texts).await.expect("matrix");
+        assert_eq!(m.judgements, 6, "3 distinct non-empty texts give 6 ordered pairs");
+        assert_eq!(llm.calls().len(), 6);
+        assert_eq!(m.entail.get(0, 1), 1.0, "identical after trimming");
+        assert_eq!(m.entail.get(0, 2), 1.0);
+        assert_eq!(m.entail.get(0, 3), 0.0);
+        assert_eq!(m.entail.get(0, 4), 0.0, "empty is never entailed by a non-empty text");
+        assert_eq!(m.entail.get(4, 4), 1.0);
+        assert!(m.mutual[1][2] && m.mutual[2][1]);
+        assert!(!m.mutual[2][3] && !m.mutual[3][4]);
+        let sets = crate::uncertainty::num_semantic_sets(5, |i, j| m.mutual[i][j]);
+        assert_eq!(sets, 3, "{{x, x, y}}, {{z}}, {{empty}}");
+    }
+}

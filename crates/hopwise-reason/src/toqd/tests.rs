@@ -1,0 +1,211 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use hopwise_core::scripted::{ScriptedLlm, StaticRetriever};
+use hopwise_core::{Decision, EventKind, Llm, Prompts, Recorder, Retriever, Trace};
+
+use super::*;
+use crate::ctx::Budget;
+use crate::strategy::{build, run, StrategyOptions};
+
+// Needles that identify each template in a prompt.
+const DECOMPOSE: &str = "Break the question below";
+const CRITIQUE: &str = "Review the candidates";
+const CONSTRUCT: &str = "Describe which answers help";
+const REWRITE: &str = "Rewrite the question below";
+const SELF_VERIFY: &str = "from your own knowledge";
+const WITH_CONTEXT: &str = "Using the passages, answer";
+const DECOMPOSE_NODE: &str = "could not be answered yet";
+const AGGREGATE: &str = "Using the facts, answer the question with a short";
+const BEST_EFFORT: &str = "Give your best short answer";
+const SUMMARY: &str = "Reply in exactly this form";
+
+fn corpus() -> StaticRetriever {
+    StaticRetriever::from_pairs(&[
+        ("Neil Peart", "Neil Peart was the drummer of Rush and was inducted into the Modern Drummer Hall of Fame."),
+        ("Counterparts", "Counterparts is an album and song by the Canadian rock band Rush."),
+        ("Jaws", "Jaws is a 1975 film directed by Steven Spielberg."),
+    ])
+}
+
+/// The bridge question: node 1 is known, node 2 needs retrieval after rewriting.
+fn bridge_model() -> ScriptedLlm {
+    ScriptedLlm::new()
+        .on(DECOMPOSE, "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
+        .on(CRITIQUE, "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
+        .on(CONSTRUCT, "1 -> 2\n2 -> Q")
+        .on(REWRITE, "Who was the drummer of Rush?")
+        .on_fn(SELF_VERIFY, |p, _| if p.contains("Counterparts") { "Rush".into() } else { "NO!".into() })
+        .on(WITH_CONTEXT, "Neil Peart")
+        .on(SUMMARY, "Answer: Rush\nReason: Rush released Counterparts and Neil Peart drummed for it.")
+}
+
+async fn ask(strategy: &str, options: StrategyOptions, llm: impl Llm + 'static, retriever: Option<StaticRetriever>, budget: Budget) -> Trace {
+    let s = build(strategy, &options).expect("known strategy");
+    let rec = Recorder::new("q", strategy);
+    let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), rec)
+        .with_retriever(retriever.map(|r| Arc::new(r) as Arc<dyn Retriever>))
+        .with_budget(budget);
+    run(s.as_ref(), &ctx, "Which Canadian rock band released Counterparts and had a Hall of Fame drummer?")
+        .await
+        .expect("runs")
+}
+
+fn purposes(t: &Trace) -> Vec<String> {
+    t.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LlmCall { purpose, .. } => Some(purpose.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn bridge_question_resolves_known_then_retrieved() {
+    let t = ask("toqd", StrategyOptions::default(), bridge_model(), Some(corpus()), Budget::default()).await;
+    assert_eq!(t.answer, "Rush");
+    assert!(t.rationale.is_some());
+    let n1 = t.node("1").expect("node 1");
+    let n2 = t.node("2").expect("node 2");
+    assert_eq!(n1.decision, Decision::Known);
+    assert_eq!(n1.answer.as_deref(), Some("Rush"));
+    assert_eq!(n2.decision, Decision::Retrieved);
+    assert_eq!(n2.rewritten.as_deref(), Some("Who was the drummer of Rush?"));
+    assert_eq!(n2.parents, vec!["1"]);
+    assert_eq!(n2.passages.first().map(|p| p.title.as_str()), Some("Neil Peart"));
+    assert!(t.edges.iter().any(|e| e.from == "1" && e.to == "2"));
+    assert!(t.edges.iter().any(|e| e.from == "2" && e.to == "Q"));
+    assert_eq!(
+        purposes(&t),
+        vec!["decompose", "critique", "construct", "self_verify", "rewrite", "self_verify", "self_verify_context", "summary"]
+    );
+    assert_eq!(t.stats.llm_calls, 8);
+    assert_eq!(t.stats.retrieval_rounds, 1);
+    assert!(t.stats.input_words > 0 && t.stats.output_words > 0);
+    assert!(!t.best_effort);
+}
+
+#[tokio::test]
+async fn unanswerable_node_is_decomposed_into_a_child_graph() {
+    let llm = ScriptedLlm::new()
+        .on(DECOMPOSE_NODE, "1. Who is the drummer of Rush?\n2. Which hall of fame inducted him?")
+        .on(DECOMPOSE, "1. Which band had a Hall of Fame drummer?")
+        .on(CONSTRUCT, "1 -> 2\n2 -> Q")
+        .on(REWRITE, "Which hall of fame inducted Neil Peart?")
+        .on_fn(SELF_VERIFY, |p, _| if p.contains("drummer of Rush") { "Neil Peart".into() } else { "NO!".into() })
+        .on_fn(WITH_CONTEXT, |p, _| if p.contains("inducted Neil Peart") { "Modern Drummer Hall of Fame".into() } else { "NO!".into() })
+        .on(AGGREGATE, "Rush")
+        .on(SUMMARY, "Answer: Rush");
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let n1 = t.node("1").expect("node 1");
+    assert_eq!(n1.decision, Decision::Decomposed);
+    assert_eq!(n1.children, vec!["1.1", "1.2"]);
+    assert_eq!(n1.answer.as_deref(), Some("Rush"), "answered from its children");
+    let c2 = t.node("1.2").expect("child 2");
+    assert_eq!(c2.decomposes.as_deref(), Some("1"));
+    assert_eq!(c2.depth, 1);
+    assert_eq!(c2.decision, Decision::Retrieved);
+    assert_eq!(t.node("1.1").map(|n| n.decision), Some(Decision::Known));
+    assert!(t.edges.iter().any(|e| e.from == "1.1" && e.to == "1.2"));
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(t.stats.retrieval_rounds, 2, "node 1 and child 1.2 retrieved");
+}
+
+#[tokio::test]
+async fn exhausted_r_max_answers_best_effort() {
+    let llm = ScriptedLlm::new()
+        .on(DECOMPOSE_NODE, "1. Something else?")
+        .on(DECOMPOSE, "1. Unknowable thing?")
+        .on(BEST_EFFORT, "Probably Rush")
+        .on(SUMMARY, "Answer: Rush");
+    let budget = Budget { r_max: 0, ..Budget::default() };
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), budget).await;
+    let n1 = t.node("1").expect("node 1");
+    assert_eq!(n1.decision, Decision::Unresolved);
+    assert!(n1.best_effort);
+    assert_eq!(n1.answer.as_deref(), Some("Probably Rush"));
+    assert!(t.notes.iter().any(|n| n.contains("r_max")));
+    assert_eq!(purposes(&t).iter().filter(|p| *p == "decompose").count(), 1, "only the top-level plan, no node expansion");
+}
+
+#[tokio::test]
+async fn independent_nodes_run_concurrently() {
+    let llm = ScriptedLlm::new()
+        .on(DECOMPOSE, "1. Who directed Jaws?\n2. Which band released Counterparts?")
+        .on(CRITIQUE, "1. Who directed Jaws?\n2. Which band released Counterparts?")
+        .on(CONSTRUCT, "1 -> Q\n2 -> Q")
+        .on_fn(SELF_VERIFY, |p, _| if p.contains("Jaws") { "Steven Spielberg".into() } else { "Rush".into() })
+        .on(SUMMARY, "Answer: both")
+        .latency(Duration::from_millis(40));
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let span = |node: &str| {
+        t.events
+            .iter()
+            .find(|e| e.node_id.as_deref() == Some(node) && matches!(e.kind, EventKind::LlmCall { .. }))
+            .map(|e| (e.start_ms, e.end_ms))
+            .expect("a call for the node")
+    };
+    let (s1, e1) = span("1");
+    let (s2, e2) = span("2");
+    assert!(s1 < e2 && s2 < e1, "calls of nodes 1 and 2 overlap: {s1}-{e1} vs {s2}-{e2}");
+}
+
+#[tokio::test]
+async fn without_retrieval_no_goes_straight_to_decomposition() {
+    let llm = ScriptedLlm::new()
+        .on(DECOMPOSE_NODE, "1. Who drummed for Rush?")
+        .on(DECOMPOSE, "1. Which band had a famous drummer?")
+        .on_fn(SELF_VERIFY, |p, _| if p.contains("drummed for Rush") { "Neil Peart".into() } else { "NO!".into() })
+        .on(AGGREGATE, "Rush")
+        .on(SUMMARY, "Answer: Rush");
+    let t = ask("toqd-noir", StrategyOptions::default(), llm, None, Budget::default()).await;
+    assert_eq!(t.stats.retrieval_rounds, 0);
+    assert_eq!(t.node("1").map(|n| n.decision), Some(Decision::Decomposed));
+    assert_eq!(t.answer, "Rush");
+}
+
+#[tokio::test]
+async fn ablation_switches_skip_their_steps() {
+    let mut opts = StrategyOptions::default();
+    for key in ["critique", "construct", "self_verify", "rewrite"] {
+        opts.set(key, serde_json::Value::Bool(false));
+    }
+    let t = ask("toqd", opts, bridge_model(), Some(corpus()), Budget::default()).await;
+    let p = purposes(&t);
+    for skipped in ["critique", "construct", "self_verify", "rewrite"] {
+        assert!(!p.contains(&skipped.to_string()), "{skipped} skipped: {p:?}");
+    }
+    // Without construct the two sub-questions form a chain; without self-verify both retrieve.
+    assert!(t.edges.iter().any(|e| e.from == "1" && e.to == "2"));
+    assert_eq!(t.stats.retrieval_rounds, 2);
+}
+
+#[tokio::test]
+async fn a_failing_backend_gives_a_best_effort_trace_not_an_error() {
+    struct Down;
+    #[async_trait::async_trait]
+    impl Llm for Down {
+        fn name(&self) -> &str {
+            "down"
+        }
+        async fn chat(&self, _: &hopwise_core::ChatRequest) -> hopwise_core::Result<hopwise_core::ChatResponse> {
+            Err(hopwise_core::Error::backend("down", hopwise_core::BackendErrorKind::Connection, "connection refused"))
+        }
+    }
+    let t = ask("toqd", StrategyOptions::default(), Down, Some(corpus()), Budget::default()).await;
+    assert!(t.best_effort);
+    assert!(t.notes.iter().any(|n| n.contains("connection refused")));
+}
+
+#[tokio::test]
+async fn bad_input_is_rejected_clearly() {
+    let s = build("toqd", &StrategyOptions::default()).expect("toqd");
+    let ctx = Ctx::new(Arc::new(bridge_model()), Arc::new(Prompts::default()), Recorder::new("", "toqd"));
+    assert!(matches!(run(s.as_ref(), &ctx, "  ").await, Err(crate::ReasonError::EmptyQuestion)));
+    assert!(matches!(run(s.as_ref(), &ctx, "q?").await, Err(crate::ReasonError::NeedsRetriever(_))));
+    let mut bad = StrategyOptions::default();
+    bad.set("critiq", serde_json::Value::Bool(false));
+    assert!(build("toqd", &bad).is_err(), "unknown option keys are rejected");
+    assert!(build("nope", &StrategyOptions::default()).is_err());
+}

@@ -1,0 +1,494 @@
+//! Uncertainty-gated dynamic retrieval (METHODS.md §2) and its baselines, in one sentence loop.
+//!
+//! The answer grows one sentence per step (FLARE-style). Each step:
+//! 1. a *temporary* sentence `t_i` from `uar_next_sentence(Q, D_current, y_<i)` (the default
+//!    sampling parameters, i.e. near-greedy);
+//! 2. the gate decides whether to retrieve:
+//!    - `uar`: `n` samples of the same prompt in ONE request (`n > 1`, temperature > 0); `U` from the
+//!      chosen estimator over their first sentences; retrieve iff `U > θ`;
+//!    - `always-retrieve`: always, with `t_i` (or a sub-query) as the query;
+//!    - `flare-instruct`: the model writes `[Search(query)]` instead of a sentence when it wants to;
+//! 3. on retrieval: a sub-query for the missing fact (`uar_subquery(Q, y_<i)`), `D = R(query, k)`
+//!    (which becomes `D_current` for later steps), and the sentence is regenerated with `D`;
+//!    otherwise `t_i` is accepted;
+//! 4. the loop stops at the answer marker `So the answer is: X` (the final answer is `X`) or after
+//!    `max_steps` sentences; then one `uar_conclude` call gives a best-effort answer.
+//!
+//! Degenerate inputs: samples that are all empty (or fewer than two usable samples) count as
+//! maximal uncertainty, so the step retrieves; a failing NLI judge falls back to Jaccard similarity
+//! and says so in the trace; a failing retrieval keeps the temporary sentence and says so.
+//!
+//! Every sentence is a trace node (`"1"`, `"2"`, … chained, the last feeding `Q`) whose `extra`
+//! holds the samples, the similarity matrix, `U`, the estimator, `θ`, the decision and the query.
+//! `stats.steps` counts sentences and `stats.retrieval_rounds` searches (the paper's #steps/#search).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use hopwise_core::{Decision, Error as CoreError, GenParams, Nli, NodeTrace, Passage};
+use serde_json::json;
+
+use crate::ctx::{format_passages, Ctx};
+use crate::error::{ReasonError, Result};
+use crate::nli_judge::{entailment_matrix, LlmNli};
+use crate::strategy::{Answer, Strategy};
+use crate::uncertainty::{jaccard_matrix, nli_similarity, num_semantic_sets, Estimator, Matrix};
+
+mod options;
+mod protocol;
+
+pub use options::{
+    AlwaysRetrieveOptions, FlareInstructOptions, QuerySource, Similarity, UarOptions, UncertaintyGate, MAX_SAMPLES,
+};
+use protocol::clean_query;
+pub use protocol::{first_sentence, parse_answer_marker, parse_search_request};
+
+/// Longest sentence a step may generate, in tokens.
+const SENTENCE_MAX_TOKENS: u32 = 64;
+
+#[derive(Debug, Clone)]
+enum Gate {
+    Uncertainty(UncertaintyGate),
+    Always(QuerySource),
+    FlareInstruct,
+}
+
+/// The sentence loop with one of its gates. Build it with [`DynamicRetrieval::uar`],
+/// [`DynamicRetrieval::always_retrieve`] or [`DynamicRetrieval::flare_instruct`].
+#[derive(Debug, Clone)]
+pub struct DynamicRetrieval {
+    name: &'static str,
+    gate: Gate,
+    max_steps: u32,
+    initial_retrieval: bool,
+}
+
+fn check_max_steps(strategy: &str, max_steps: u32) -> Result<u32> {
+    if (1..=50).contains(&max_steps) {
+        Ok(max_steps)
+    } else {
+        Err(ReasonError::InvalidOption(format!("strategy `{strategy}`: max_steps = {max_steps}: must be 1 to 50")))
+    }
+}
+
+impl DynamicRetrieval {
+    pub fn uar(o: &UarOptions) -> Result<Self> {
+        Ok(Self {
+            name: "uar",
+            gate: Gate::Uncertainty(UncertaintyGate::from_options(o)?),
+            max_steps: check_max_steps("uar", o.max_steps)?,
+            initial_retrieval: o.initial_retrieval,
+        })
+    }
+
+    /// `name` is `always-retrieve` (query defaults to the sentence) or `always-retrieve-subquery`
+    /// (the query is the sub-query; asking it for `query = "sentence"` is an error).
+    pub fn always_retrieve(name: &'static str, o: &AlwaysRetrieveOptions) -> Result<Self> {
+        let query = match (name, o.query) {
+            ("always-retrieve-subquery", Some(QuerySource::Sentence)) => {
+                return Err(ReasonError::InvalidOption(
+                    "strategy `always-retrieve-subquery` searches with the sub-query; use `always-retrieve` for \
+                     query = \"sentence\""
+                        .into(),
+                ))
+            }
+            ("always-retrieve-subquery", _) => QuerySource::Subquery,
+            (_, q) => q.unwrap_or(QuerySource::Sentence),
+        };
+        Ok(Self {
+            name,
+            gate: Gate::Always(query),
+            max_steps: check_max_steps(name, o.max_steps)?,
+            initial_retrieval: o.initial_retrieval,
+        })
+    }
+
+    pub fn flare_instruct(o: &FlareInstructOptions) -> Result<Self> {
+        Ok(Self {
+            name: "flare-instruct",
+            gate: Gate::FlareInstruct,
+            max_steps: check_max_steps("flare-instruct", o.max_steps)?,
+            initial_retrieval: o.initial_retrieval,
+        })
+    }
+
+    /// The resolved uncertainty gate (for `uar`).
+    pub fn uncertainty_gate(&self) -> Option<UncertaintyGate> {
+        match &self.gate {
+            Gate::Uncertainty(g) => Some(*g),
+            _ => None,
+        }
+    }
+
+    pub fn max_steps(&self) -> u32 {
+        self.max_steps
+    }
+
+    fn describe(&self) -> serde_json::Value {
+        let gate = match &self.gate {
+            Gate::Uncertainty(g) => json!({ "type": "uncertainty", "estimator": g.estimator, "threshold": g.threshold,
+                "samples": g.samples, "similarity": g.similarity, "sample_temperature": g.sample_temperature }),
+            Gate::Always(q) => json!({ "type": "always", "query": q }),
+            Gate::FlareInstruct => json!({ "type": "flare-instruct" }),
+        };
+        json!({ "gate": gate, "max_steps": self.max_steps, "initial_retrieval": self.initial_retrieval })
+    }
+}
+
+#[async_trait]
+impl Strategy for DynamicRetrieval {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn needs_retriever(&self) -> bool {
+        true
+    }
+
+    async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
+        ctx.rec.set_extra(self.describe());
+        let nli = self.nli_for(ctx);
+        let mut run = Run { ctx, question, nli, sentences: Vec::new(), passages: Vec::new() };
+        let mut final_answer = None;
+        let mut last_step = None;
+        let outcome: Result<()> = async {
+            if self.initial_retrieval {
+                match ctx.retrieve(None, question, ctx.k).await {
+                    Ok(passages) => run.passages = passages,
+                    Err(ReasonError::Core(e)) => {
+                        ctx.rec.note(format!("initial retrieval failed ({e}); going on without"))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            for step in 1..=self.max_steps {
+                let sentence = self.step(&mut run, step).await?;
+                last_step = Some(step);
+                if sentence.is_empty() {
+                    ctx.rec.note(format!("step {step}: the model wrote an empty sentence; stopping"));
+                    break;
+                }
+                let marker = parse_answer_marker(&sentence);
+                run.sentences.push(sentence);
+                if marker.is_some() {
+                    final_answer = marker;
+                    break;
+                }
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = outcome {
+            if !degrades(&e) {
+                return Err(e);
+            }
+            ctx.rec.best_effort(format!("the sentence loop stopped early: {e}"));
+        }
+        if let Some(last) = last_step {
+            ctx.rec.add_edge(&last.to_string(), hopwise_core::trace::SINK);
+        }
+        let rationale = (!run.sentences.is_empty()).then(|| run.sentences.join(" "));
+        let text = match final_answer {
+            Some(a) => a,
+            None => run.conclude().await,
+        };
+        Ok(Answer { text, rationale })
+    }
+}
+
+/// The non-empty sample with the largest similarity degree (first on ties).
+fn most_central(samples: &[String], w: &Matrix) -> Option<String> {
+    let degree = |i: usize| (0..w.n()).map(|j| w.get(i, j)).sum::<f64>();
+    (0..samples.len().min(w.n()))
+        .filter(|&i| !samples[i].trim().is_empty())
+        .fold(None, |best: Option<usize>, i| match best {
+            Some(b) if degree(b) >= degree(i) => Some(b),
+            _ => Some(i),
+        })
+        .map(|i| samples[i].clone())
+}
+
+/// Backend and budget failures end the loop with a best-effort answer; template and configuration
+/// errors are the caller's to fix and propagate.
+fn degrades(e: &ReasonError) -> bool {
+    matches!(e, ReasonError::Core(CoreError::Backend { .. } | CoreError::Budget(_)))
+}
+
+/// One question's loop state.
+struct Run<'a> {
+    ctx: &'a Ctx,
+    question: &'a str,
+    nli: Option<Arc<dyn Nli>>,
+    sentences: Vec<String>,
+    passages: Vec<Passage>,
+}
+
+/// What a step decided, for the trace.
+struct StepRecord {
+    temporary: String,
+    sentence: String,
+    query: Option<String>,
+    retrieved: Option<Vec<Passage>>,
+    detail: serde_json::Value,
+}
+
+impl DynamicRetrieval {
+    fn nli_for(&self, ctx: &Ctx) -> Option<Arc<dyn Nli>> {
+        let Gate::Uncertainty(g) = &self.gate else { return None };
+        if g.similarity != Similarity::Nli {
+            return None;
+        }
+        Some(ctx.nli.clone().unwrap_or_else(|| {
+            // One judge per question, so its pair cache lives exactly as long as the question.
+            Arc::new(LlmNli::new(ctx.llm.clone(), ctx.prompts.clone()).with_recorder(ctx.rec.clone()))
+        }))
+    }
+
+    /// Runs step `step` and returns the accepted sentence.
+    async fn step(&self, run: &mut Run<'_>, step: u32) -> Result<String> {
+        let id = step.to_string();
+        let ctx = run.ctx;
+        let record = match &self.gate {
+            Gate::Uncertainty(g) => {
+                let temporary = run.next_sentence(&id, "temporary_sentence").await?;
+                let samples = run.samples(&id, g).await?;
+                let estimate = run.estimate(&id, g, &samples).await;
+                let retrieve = estimate.uncertainty > g.threshold;
+                let detail = json!({
+                    "samples": samples,
+                    "similarity": estimate.similarity,
+                    "similarity_source": estimate.source,
+                    "uncertainty": estimate.uncertainty,
+                    "estimator": g.estimator,
+                    "threshold": g.threshold,
+                });
+                if retrieve {
+                    let query = run.subquery(&id).await?;
+                    run.retrieve_and_regenerate(&id, temporary, query, detail).await?
+                } else {
+                    // A near-greedy call can come back empty while the samples agree on a sentence:
+                    // accept the most central sample then rather than end the answer.
+                    let sentence = if temporary.is_empty() {
+                        most_central(&samples, &estimate.similarity).unwrap_or_default()
+                    } else {
+                        temporary.clone()
+                    };
+                    StepRecord { sentence, temporary, query: None, retrieved: None, detail }
+                }
+            }
+            Gate::Always(source) => {
+                let temporary = run.next_sentence(&id, "temporary_sentence").await?;
+                let query = match source {
+                    QuerySource::Sentence if temporary.is_empty() => run.question.to_string(),
+                    QuerySource::Sentence => temporary.clone(),
+                    QuerySource::Subquery => run.subquery(&id).await?,
+                };
+                run.retrieve_and_regenerate(&id, temporary, query, json!({ "query_source": source })).await?
+            }
+            Gate::FlareInstruct => {
+                let prompt = run.prompt("uar_flare_instruct", &run.passages)?;
+                let reply = ctx.chat("flare_instruct", Some(&id), prompt, run.sentence_params()).await?;
+                let reply = reply.text().to_string();
+                match parse_search_request(&reply) {
+                    Some(query) => {
+                        run.retrieve_and_regenerate(&id, String::new(), query, json!({ "reply": reply })).await?
+                    }
+                    None => {
+                        let sentence = first_sentence(&reply);
+                        StepRecord {
+                            temporary: sentence.clone(),
+                            sentence,
+                            query: None,
+                            retrieved: None,
+                            detail: json!({ "reply": reply }),
+                        }
+                    }
+                }
+            }
+        };
+        run.record(&id, step, record)
+    }
+}
+
+struct Estimate {
+    similarity: Matrix,
+    uncertainty: f64,
+    source: &'static str,
+}
+
+impl Run<'_> {
+    fn answer_so_far(&self) -> String {
+        if self.sentences.is_empty() {
+            "(none yet)".to_string()
+        } else {
+            self.sentences.join("\n")
+        }
+    }
+
+    fn prompt(&self, template: &str, passages: &[Passage]) -> Result<String> {
+        let passages = format_passages(passages);
+        let so_far = self.answer_so_far();
+        self.ctx.render(template, &[("passages", &passages), ("question", self.question), ("answer_so_far", &so_far)])
+    }
+
+    fn sentence_params(&self) -> GenParams {
+        GenParams { n: 1, max_tokens: SENTENCE_MAX_TOKENS, ..self.ctx.params.clone() }
+    }
+
+    /// The next sentence from the current passages, at the context's default sampling parameters.
+    async fn next_sentence(&self, id: &str, purpose: &str) -> Result<String> {
+        let prompt = self.prompt("uar_next_sentence", &self.passages)?;
+        let reply = self.ctx.chat(purpose, Some(id), prompt, self.sentence_params()).await?;
+        Ok(first_sentence(reply.text()))
+    }
+
+    /// `n` samples of the next sentence in one request (`n > 1` lets the backend share the prompt).
+    /// A backend that returns fewer choices is asked again for the rest.
+    async fn samples(&self, id: &str, g: &UncertaintyGate) -> Result<Vec<String>> {
+        let prompt = self.prompt("uar_next_sentence", &self.passages)?;
+        let mut out: Vec<String> = Vec::with_capacity(g.samples as usize);
+        for attempt in 0..g.samples {
+            let missing = g.samples - out.len() as u32;
+            let params = GenParams {
+                n: missing,
+                temperature: g.sample_temperature,
+                top_p: 1.0,
+                max_tokens: SENTENCE_MAX_TOKENS,
+                // A different seed per attempt, so a seeded backend does not repeat itself.
+                seed: self.ctx.params.seed.map(|s| s.wrapping_add(u64::from(attempt))),
+                ..self.ctx.params.clone()
+            };
+            let reply = self.ctx.chat("uncertainty_samples", Some(id), prompt.clone(), params).await?;
+            out.extend(reply.choices.iter().take(missing as usize).map(|c| first_sentence(&c.text)));
+            if out.len() as u32 >= g.samples || reply.choices.is_empty() {
+                break;
+            }
+        }
+        if (out.len() as u32) < g.samples {
+            self.ctx.rec.note(format!("step {id}: the backend returned {} of {} samples", out.len(), g.samples));
+        }
+        Ok(out)
+    }
+
+    /// `U` over the samples. All-empty samples, or fewer than two, are maximal uncertainty.
+    async fn estimate(&self, id: &str, g: &UncertaintyGate, samples: &[String]) -> Estimate {
+        let n = samples.len();
+        let jaccard = || jaccard_matrix(samples);
+        if n < 2 || samples.iter().all(|s| s.trim().is_empty()) {
+            return Estimate {
+                similarity: jaccard(),
+                uncertainty: g.estimator.max_value(g.samples as usize),
+                source: "degenerate-samples",
+            };
+        }
+        if let (Similarity::Nli, Some(nli)) = (g.similarity, &self.nli) {
+            match entailment_matrix(nli.as_ref(), samples).await {
+                Ok(m) => {
+                    self.ctx.rec.with_stats(|s| s.nli_calls += m.judgements);
+                    let w = nli_similarity(&m.entail);
+                    let uncertainty = match g.estimator {
+                        Estimator::Numsets => num_semantic_sets(n, |i, j| m.mutual[i][j]) as f64,
+                        other => other.from_similarity(&w),
+                    };
+                    return Estimate { similarity: w, uncertainty, source: "nli" };
+                }
+                Err(e) => {
+                    self.ctx
+                        .rec
+                        .note(format!("step {id}: the NLI judge failed ({e}); fell back to Jaccard similarity"));
+                    let w = jaccard();
+                    let uncertainty = g.estimator.from_similarity(&w);
+                    return Estimate { similarity: w, uncertainty, source: "jaccard-fallback" };
+                }
+            }
+        }
+        let w = jaccard();
+        Estimate { uncertainty: g.estimator.from_similarity(&w), similarity: w, source: "jaccard" }
+    }
+
+    /// A search query for the fact still missing, given `Q` and `y_<i`.
+    async fn subquery(&self, id: &str) -> Result<String> {
+        let so_far = self.answer_so_far();
+        let reply = self
+            .ctx
+            .complete("subquery", Some(id), "uar_subquery", &[("question", self.question), ("answer_so_far", &so_far)])
+            .await?;
+        let query = clean_query(&reply);
+        Ok(if query.is_empty() { self.question.to_string() } else { query })
+    }
+
+    /// Retrieves with `query`; on success the passages become `D_current` and the sentence is
+    /// regenerated with them. A failed retrieval keeps `temporary` (noted in the trace).
+    async fn retrieve_and_regenerate(
+        &mut self,
+        id: &str,
+        temporary: String,
+        query: String,
+        detail: serde_json::Value,
+    ) -> Result<StepRecord> {
+        match self.ctx.retrieve(Some(id), &query, self.ctx.k).await {
+            Ok(passages) => {
+                self.passages = passages.clone();
+                let sentence = self.next_sentence(id, "regenerate_sentence").await?;
+                Ok(StepRecord { temporary, sentence, query: Some(query), retrieved: Some(passages), detail })
+            }
+            Err(ReasonError::Core(e)) => {
+                self.ctx.rec.note(format!("step {id}: retrieval failed ({e}); kept the sentence written without it"));
+                Ok(StepRecord { sentence: temporary.clone(), temporary, query: Some(query), retrieved: None, detail })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes the step's node and counts the step; returns the accepted sentence.
+    fn record(&self, id: &str, step: u32, r: StepRecord) -> Result<String> {
+        let decision = if r.query.is_some() { "retrieve" } else { "accept" };
+        let mut extra = json!({
+            "temporary": r.temporary,
+            "sentence": r.sentence,
+            "decision": decision,
+            "query": r.query,
+        });
+        if let (Some(map), serde_json::Value::Object(detail)) = (extra.as_object_mut(), r.detail) {
+            map.extend(detail);
+        }
+        let node = NodeTrace {
+            id: id.to_string(),
+            question: r.query.clone().unwrap_or_else(|| self.question.to_string()),
+            parents: if step > 1 { vec![(step - 1).to_string()] } else { Vec::new() },
+            decision: if r.retrieved.is_some() { Decision::Retrieved } else { Decision::Known },
+            answer: Some(r.sentence.clone()),
+            passages: r.retrieved.unwrap_or_default(),
+            extra,
+            ..Default::default()
+        };
+        self.ctx.rec.upsert_node(node);
+        if step > 1 {
+            self.ctx.rec.add_edge(&(step - 1).to_string(), id);
+        }
+        self.ctx.rec.with_stats(|s| s.steps += 1);
+        Ok(r.sentence)
+    }
+
+    /// The answer when no sentence carried the marker: one `uar_conclude` call, best-effort.
+    async fn conclude(&self) -> String {
+        self.ctx.rec.best_effort("no answer marker within the step limit; concluded from the sentences so far");
+        let prompt = match self.prompt("uar_conclude", &self.passages) {
+            Ok(p) => p,
+            Err(_) => return self.sentences.join(" "),
+        };
+        match self.ctx.chat("conclude", None, prompt, self.ctx.params.clone()).await {
+            Ok(reply) => {
+                let text = reply.text();
+                parse_answer_marker(text).unwrap_or_else(|| first_sentence(text))
+            }
+            Err(e) => {
+                self.ctx.rec.note(format!("the concluding call failed ({e}); answering with the sentences so far"));
+                self.sentences.join(" ")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
