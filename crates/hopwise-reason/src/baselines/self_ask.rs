@@ -19,11 +19,15 @@ pub struct SelfAskOptions {
     pub max_steps: u32,
     /// Passages per follow-up; the context's `k` when not set.
     pub k: Option<usize>,
+    /// Ask for a first follow-up question outright instead of letting the model choose between a
+    /// follow-up and a final answer. Self-Ask's few-shot demonstrations always open with a follow-up;
+    /// zero-shot, small models otherwise answer multi-hop questions in one guess.
+    pub start_with_follow_up: bool,
 }
 
 impl Default for SelfAskOptions {
     fn default() -> Self {
-        Self { max_steps: 5, k: None }
+        Self { max_steps: 5, k: None, start_with_follow_up: true }
     }
 }
 
@@ -96,16 +100,14 @@ impl Strategy for SelfAsk {
         let mut final_answer = None;
         let step_params = GenParams { stop: vec!["Intermediate answer:".to_string()], ..ctx.params.clone() };
         for step in 1..=self.opts.max_steps {
-            let pad = scratchpad(&pairs);
-            let reply = ctx
-                .complete_with(
-                    "follow_up",
-                    None,
-                    "self_ask",
-                    &[("question", question), ("scratchpad", &pad)],
-                    step_params.clone(),
-                )
-                .await?;
+            let reply = if step == 1 && self.opts.start_with_follow_up {
+                ctx.complete_with("follow_up", None, "self_ask_first", &[("question", question)], step_params.clone())
+                    .await?
+            } else {
+                let pad = scratchpad(&pairs);
+                let vars = [("question", question), ("scratchpad", pad.as_str())];
+                ctx.complete_with("follow_up", None, "self_ask", &vars, step_params.clone()).await?
+            };
             let follow_up = match parse_self_ask_step(&reply) {
                 SelfAskStep::Final(a) => {
                     final_answer = Some(a);
@@ -179,6 +181,7 @@ mod tests {
 
     fn two_hop_model() -> ScriptedLlm {
         ScriptedLlm::new()
+            .on("first follow-up question", "Follow up: Who wrote Dune?")
             .on_fn("Follow-up questions so far", |prompt, _| {
                 if prompt.contains("Intermediate answer: Frank Herbert") && prompt.contains("Intermediate answer: 1920")
                 {
@@ -242,16 +245,30 @@ mod tests {
     #[tokio::test]
     async fn step_limit_forces_a_final_answer() {
         let llm = ScriptedLlm::new()
+            .on("first follow-up question", "Follow up: Who is it?")
             .on_fn("Follow-up questions so far", |_, _| "Follow up: Who is it?".into())
             .on("Give the final answer", "Answer: nobody")
             .on("Question: Who is it?", "Answer: someone");
         let c = ctx(llm, "self-ask-noir", None);
-        let opts = SelfAskOptions { max_steps: 3, k: None };
+        let opts = SelfAskOptions { max_steps: 3, ..Default::default() };
         let trace = run(&SelfAsk::new(opts, false), &c, "Who?").await.expect("run");
         // Step 1 asks, step 2 repeats the same follow-up, which forces the final answer.
         assert_eq!(trace.answer, "nobody");
         assert_eq!(trace.nodes.len(), 2, "one follow-up node and the sink");
         assert_eq!(trace.node("Q").map(|n| n.extra["forced_final"].clone()), Some(serde_json::json!(true)));
+    }
+
+    #[tokio::test]
+    async fn without_the_forced_first_follow_up_the_model_may_answer_at_once() {
+        let llm = ScriptedLlm::new()
+            .on("first follow-up question", "Follow up: Who wrote Dune?")
+            .on("Follow-up questions so far", "So the final answer is: 1920");
+        let c = ctx(llm.clone(), "self-ask-noir", None);
+        let opts = SelfAskOptions { start_with_follow_up: false, ..Default::default() };
+        let trace = run(&SelfAsk::new(opts, false), &c, "When was the author of Dune born?").await.expect("run");
+        assert_eq!(trace.answer, "1920");
+        assert_eq!(trace.stats.llm_calls, 1);
+        assert_eq!(trace.node("Q").map(|n| n.decision), Some(Decision::Known));
     }
 
     #[test]
