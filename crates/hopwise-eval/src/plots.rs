@@ -263,6 +263,7 @@ mod tests {
             datasets: vec!["hotpotqa".into()],
             cells: vec![cell("cot", "hotpotqa", 0.5, 0.0), cell("rtr", "hotpotqa", 0.75, 1.0)],
             overall: vec![],
+            config: None,
             by_type: vec![
                 TypeCell {
                     strategy: "cot".into(),

@@ -143,7 +143,8 @@ pub async fn run_eval(
     let mut ran = 0usize;
     let mut failed: Vec<FailedJob> = Vec::new();
     let mut failing_in_a_row = 0usize;
-    loop {
+    // Errors stop the loop; the summary is still brought up to date with what finished.
+    let stopped: Result<()> = loop {
         while running.len() < concurrency {
             let Some((job, strategy)) = pending.next() else {
                 break;
@@ -154,7 +155,7 @@ pub async fn run_eval(
             running.spawn(async move { run_job(job, strategy, factory.as_ref(), &out, retrieval_k).await });
         }
         let Some(joined) = running.join_next().await else {
-            break;
+            break Ok(());
         };
         let record = match joined {
             Ok(Ok(JobOutcome::Done(record))) => *record,
@@ -164,7 +165,7 @@ pub async fn run_eval(
                 if failing_in_a_row >= config.max_consecutive_failures.max(1) {
                     running.abort_all();
                     let last = failed.last().map(|f| f.error.clone()).unwrap_or_default();
-                    return Err(EvalError::BackendFailing { count: failing_in_a_row, last });
+                    break Err(EvalError::BackendFailing { count: failing_in_a_row, last });
                 }
                 snapshot.failed = failed.len();
                 progress.update(&snapshot);
@@ -172,16 +173,16 @@ pub async fn run_eval(
             }
             Ok(Err(e)) => {
                 running.abort_all();
-                return Err(e);
+                break Err(e);
             }
             Err(join_error) => {
                 running.abort_all();
-                return Err(EvalError::Config(format!("a job crashed: {join_error}")));
+                break Err(EvalError::Config(format!("a job crashed: {join_error}")));
             }
         };
         if let Err(e) = log.append(&record) {
             running.abort_all();
-            return Err(e);
+            break Err(e);
         }
         ran += 1;
         failing_in_a_row = 0;
@@ -200,6 +201,12 @@ pub async fn run_eval(
             failed: failed.len(),
         };
         progress.update(&snapshot);
+    };
+    if let Err(e) = stopped {
+        progress.finish(&snapshot);
+        // Best effort: the error that stopped the run matters more than a failed report.
+        let _ = regenerate_reports(&out, false);
+        return Err(e);
     }
     progress.finish(&snapshot);
 

@@ -68,6 +68,9 @@ pub struct Summary {
     /// One per strategy over all its records.
     pub overall: Vec<Cell>,
     pub by_type: Vec<TypeCell>,
+    /// The run's configuration (`run.json`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<crate::config::RunFingerprint>,
 }
 
 impl Summary {
@@ -147,7 +150,7 @@ pub fn summarize(records: &[ResultRecord]) -> Summary {
             }
         }
     }
-    Summary { records: unique.len(), strategies, datasets, cells, overall, by_type }
+    Summary { records: unique.len(), strategies, datasets, cells, overall, by_type, config: None }
 }
 
 fn pct(x: f64) -> String {
@@ -176,6 +179,16 @@ pub fn render_markdown(s: &Summary) -> String {
          the n examples in each cell.\n",
         s.records
     );
+    if let Some(c) = &s.config {
+        let _ = writeln!(
+            out,
+            "Model `{}`, retriever `{}`, k = {}, prompts `{}`.\n",
+            c.model,
+            c.retriever.as_deref().unwrap_or("none"),
+            c.k,
+            c.prompts_hash
+        );
+    }
     let _ = writeln!(out, "## Accuracy\n");
     metric_table(&mut out, s, "cover-EM (fact checking: label accuracy)", &|c| {
         format!("{} (n={})", pct(c.accuracy), c.n)
@@ -262,7 +275,8 @@ pub fn render_markdown(s: &Summary) -> String {
 /// Reads `results.jsonl` in `out_dir` and rewrites `summary.md` and `summary.json` from it.
 pub fn write_summary(out_dir: &Path) -> Result<Summary> {
     let (records, _) = read_results(&out_dir.join("results.jsonl"))?;
-    let summary = summarize(&records);
+    let mut summary = summarize(&records);
+    summary.config = std::fs::read(out_dir.join("run.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
     write_atomic(&out_dir.join("summary.md"), render_markdown(&summary).as_bytes())?;
     let json = serde_json::to_vec_pretty(&summary).map_err(|e| crate::EvalError::Config(e.to_string()))?;
     write_atomic(&out_dir.join("summary.json"), &json)?;
