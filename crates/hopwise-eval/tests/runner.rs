@@ -239,6 +239,8 @@ async fn a_dead_backend_stops_the_run_with_a_clear_error() {
     assert!(matches!(err, EvalError::BackendFailing { count: 5, .. }), "{err}");
     assert!(err.to_string().contains("connection refused"), "{err}");
     assert!(raw_lines(&out).is_empty());
+    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary written even though the run stopped");
+    assert!(summary.contains("(0 records)"), "{summary}");
 }
 
 #[test]
