@@ -50,6 +50,15 @@ pub const CATALOG: &[(&str, &str)] = &[
     ("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query"),
     ("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]"),
     ("hgot", "HGOT: recursive plans of dependent search steps; thoughts weighed by citation quality, passages by σ"),
+    ("direct", "Direct prompting: one call, answer from the model's own knowledge"),
+    ("cot", "Chain-of-thought: reason step by step, then answer"),
+    ("cot-sc", "CoT with self-consistency: n reasoning samples in one request, majority vote (option samples=5)"),
+    ("rtr", "Direct Retrieval / Retrieve-then-Read: retrieve top-k for the question, answer from the passages"),
+    ("self-ask", "Self-Ask with retrieval: follow-up questions, each answered from retrieved passages"),
+    ("self-ask-noir", "Self-Ask without retrieval: follow-up questions answered from the model's knowledge"),
+    ("least-to-most", "Least-to-Most: reduce to simpler questions, solve them in order, then answer"),
+    ("plan-solve", "Plan-and-Solve: devise a plan, carry it out step by step, answer"),
+    ("plan-solve-rtr", "Plan-and-Solve over passages retrieved for the question"),
 ];
 
 /// Builds a strategy by name.
@@ -68,6 +77,15 @@ pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>>
         )?),
         "flare-instruct" => Box::new(crate::uar::DynamicRetrieval::flare_instruct(&options.parse("flare-instruct")?)?),
         "hgot" => Box::new(crate::hgot::Hgot::new(options.parse("hgot")?)?),
+        "direct" => Box::new(crate::baselines::direct::Direct::new(options.parse("direct")?)),
+        "cot" => Box::new(crate::baselines::cot::Cot::new(options.parse("cot")?)),
+        "cot-sc" => Box::new(crate::baselines::cot::CotSc::new(options.parse("cot-sc")?)?),
+        "rtr" => Box::new(crate::baselines::rtr::Rtr::new(options.parse("rtr")?)),
+        "self-ask" => Box::new(crate::baselines::self_ask::SelfAsk::new(options.parse("self-ask")?, true)),
+        "self-ask-noir" => Box::new(crate::baselines::self_ask::SelfAsk::new(options.parse("self-ask-noir")?, false)),
+        "least-to-most" => Box::new(crate::baselines::least_to_most::LeastToMost::new(options.parse("least-to-most")?)),
+        "plan-solve" => Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve")?, false)),
+        "plan-solve-rtr" => Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve-rtr")?, true)),
         other => return Err(ReasonError::UnknownStrategy(other.to_string())),
     })
 }
@@ -92,5 +110,22 @@ pub async fn run(strategy: &dyn Strategy, ctx: &Ctx, question: &str) -> Result<T
             ctx.rec.best_effort(format!("the strategy stopped early: {e}"));
             Ok(ctx.rec.finish("", None))
         }
+    }
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+
+    #[test]
+    fn every_catalog_entry_builds_with_default_options_and_names_itself() {
+        for (name, _) in CATALOG {
+            let s = build(name, &StrategyOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(s.name(), *name);
+        }
+        assert!(matches!(build("nope", &StrategyOptions::default()), Err(ReasonError::UnknownStrategy(_))));
+        let mut bad = StrategyOptions::default();
+        bad.set("no_such_key", serde_json::json!(1));
+        assert!(matches!(build("cot", &bad), Err(ReasonError::InvalidOption(_))));
     }
 }

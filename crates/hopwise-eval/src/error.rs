@@ -1,0 +1,40 @@
+use std::path::PathBuf;
+
+use hopwise_reason::ReasonError;
+
+/// Every failure of the evaluation harness.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{path}: {message}")]
+    Dataset { path: PathBuf, message: String },
+    #[error("{path}: no example could be loaded ({skipped} lines skipped; first problem: {first})")]
+    EmptyDataset { path: PathBuf, skipped: usize, first: String },
+    #[error("two datasets are both named `{0}` (names come from file names; rename one)")]
+    DuplicateDataset(String),
+    #[error(transparent)]
+    Strategy(#[from] ReasonError),
+    #[error(
+        "{out_dir} holds results of a different configuration ({difference}); \
+         use a new --out directory, or restore the original settings to resume"
+    )]
+    ConfigMismatch { out_dir: PathBuf, difference: String },
+    #[error("{path}:{line}: corrupt results line ({message}); fix or remove that line to resume")]
+    CorruptResults { path: PathBuf, line: usize, message: String },
+    #[error("writing {path} failed: {source}; the run stopped, finished results are kept (is the disk full?)")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("reading {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("building the context for {dataset}/{id} with `{strategy}`: {message}")]
+    Context { dataset: String, id: String, strategy: String, message: String },
+    #[error(
+        "{count} jobs in a row failed in a backend (last: {last}); the run stopped. \
+         Finished results are kept; fix the backend and run again to resume"
+    )]
+    BackendFailing { count: usize, last: String },
+    #[error("plot {path}: {message}")]
+    Plot { path: PathBuf, message: String },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+pub type Result<T, E = EvalError> = std::result::Result<T, E>;
