@@ -22,7 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(2);
     let path = ensure_model(&model, &default_home(), &mut |_| {})?;
-    println!("model: {model} ({})\nthreads: {threads}\n", path.display());
+    println!(
+        "model: {model} ({})\nthreads: {threads}\nload average at start: {}\n",
+        path.display(),
+        load_average()
+    );
 
     let config = LocalConfig {
         threads: Some(threads),
@@ -45,18 +49,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("| prompt eval ({prompt_tokens} tokens) | {prompt_rate:.1} tok/s |");
 
-    // Decoding: one sequence, 128 new tokens; rate over the batched decode steps.
+    // Decoding: one sequence, 64 new tokens; rate over the batched decode steps.
     let story = user(
         "Write a long story about a lighthouse keeper. Do not stop early.",
-        greedy(128),
+        greedy(64),
     );
-    let mut decode_rate: f64 = 0.0;
-    let mut steps = 0;
-    for _ in 0..2 {
-        let generation = llm.generate_blocking(&story)?;
-        steps = generation.timing.decode_steps;
-        decode_rate = decode_rate.max(rate(steps, generation.timing.decode_time));
-    }
+    let generation = llm.generate_blocking(&story)?;
+    let steps = generation.timing.decode_steps;
+    let decode_rate = rate(steps, generation.timing.decode_time);
     println!("| decode (1 sequence, {steps} steps) | {decode_rate:.1} tok/s |");
 
     // Self-consistency: n = 10 from one prompt evaluation vs 10 separate calls with the same seeds.
@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sampling = GenParams {
         temperature: 0.7,
         top_p: 0.95,
-        max_tokens: 32,
+        max_tokens: 16,
         seed: Some(42),
         ..GenParams::default()
     };
@@ -112,11 +112,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pair = [
         user(
             "Explain in a few sentences why the sky is blue.",
-            greedy(64),
+            greedy(32),
         ),
         user(
             "Explain in a few sentences how a bicycle stays upright.",
-            greedy(64),
+            greedy(32),
         ),
     ];
     let (batched_concurrent, sequential) = concurrent_vs_sequential(&llm, &pair)?;
@@ -143,6 +143,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         queued_concurrent.as_secs_f64()
     );
     println!("| peak RSS (VmHWM) | {} |", peak_rss());
+    println!("\nload average at end: {}", load_average());
     Ok(())
 }
 
@@ -211,4 +212,15 @@ fn peak_rss() -> String {
                 .map(|line| line[6..].trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into())
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".into())
 }

@@ -186,10 +186,11 @@ async fn grammars_force_numbered_lists_and_edges() {
 }
 
 #[tokio::test]
-async fn concurrent_requests_both_complete() {
+async fn concurrent_requests_complete_and_waiting_ones_share_a_round() {
     let llm = model();
-    let first = request("Name a fruit. One word.", greedy(6));
-    let second = request(
+    let busy = request("Name three rivers.", greedy(12));
+    let fruit = request("Name a fruit. One word.", greedy(6));
+    let animal = request(
         "Name an animal. One word.",
         GenParams {
             n: 2,
@@ -198,14 +199,28 @@ async fn concurrent_requests_both_complete() {
             ..greedy(6)
         },
     );
-    let (a, b) = tokio::join!(llm.generate(&first), llm.generate(&second));
-    let (a, b) = (a.unwrap(), b.unwrap());
-    assert_eq!(a.response.choices.len(), 1);
-    assert_eq!(b.response.choices.len(), 2);
-    for choice in a.response.choices.iter().chain(&b.response.choices) {
+    // The two later requests arrive together while the worker is busy with the first, so the
+    // batching worker serves them in one round: one set of decode steps for both.
+    let (busy, (fruit, animal)) = tokio::join!(llm.generate(&busy), async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        tokio::join!(llm.generate(&fruit), llm.generate(&animal))
+    });
+    let (busy, fruit, animal) = (busy.unwrap(), fruit.unwrap(), animal.unwrap());
+    assert_eq!(fruit.response.choices.len(), 1);
+    assert_eq!(animal.response.choices.len(), 2);
+    for choice in busy
+        .response
+        .choices
+        .iter()
+        .chain(&fruit.response.choices)
+        .chain(&animal.response.choices)
+    {
         assert!(!choice.text.trim().is_empty());
         assert!(choice.finish_reason.is_some());
     }
+    assert_eq!(fruit.timing.decode_steps, animal.timing.decode_steps);
+    assert_eq!(fruit.timing.decode_time, animal.timing.decode_time);
+    assert!(fruit.timing.queue_time > std::time::Duration::ZERO);
 }
 
 #[tokio::test]
