@@ -56,6 +56,8 @@ pub enum Command {
     Index(IndexArgs),
     /// Fetch and verify the local models and build the sample index (idempotent, resumable).
     Setup(SetupArgs),
+    /// Evaluate strategies on datasets (resumable; writes results.jsonl, summary.md, plots).
+    Eval(EvalArgs),
     /// List the available strategies.
     Strategies(JsonFlag),
     /// List prompt templates, or print one.
@@ -134,4 +136,35 @@ pub struct SetupArgs {
 pub struct PromptsArgs {
     /// A template name to print.
     pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Dataset files (normalised JSONL or the original formats), repeatable.
+    #[arg(long, required = true)]
+    pub dataset: Vec<PathBuf>,
+    /// Comma-separated strategies, e.g. direct,cot,rtr,self-ask,toqd-noir,toqd.
+    #[arg(short, long)]
+    pub strategy: String,
+    /// Output directory; an existing one from the same configuration is resumed.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Questions per dataset.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Questions answered at once.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// BM25 index directory (default: the configured or sample index).
+    #[arg(long, env = "HOPWISE_INDEX")]
+    pub index: Option<PathBuf>,
+    /// Retrieve from each example's own paragraphs (the distractor setting) instead of an index.
+    #[arg(long)]
+    pub context: bool,
+    /// Do not use the on-disk cache of model calls.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Print a JSON summary of the run.
+    #[arg(long)]
+    pub json: bool,
 }

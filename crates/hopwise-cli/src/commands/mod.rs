@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod ask;
+mod eval;
 mod index;
 mod info;
 mod setup;
@@ -30,6 +31,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let config = load_config(&cli.global)?;
     match cli.command {
         Command::Ask(args) => ask::run(config, args).await,
+        Command::Eval(args) => eval::run(config, args).await,
         Command::Strategies(args) => info::strategies(args.json),
         Command::Prompts(args) => info::prompts(&config, args.name.as_deref()),
         Command::Config => info::config(&config),

@@ -1,0 +1,76 @@
+//! `hopwise eval`: run strategies over datasets, resumably, and write results, summary and plots.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use hopwise_config::Config;
+use hopwise_core::{Llm, Retriever};
+use hopwise_eval::{run_eval, EvalConfig, ExampleContextRetriever, IndicatifProgress, Job, NoProgress};
+use hopwise_models::{CacheMode, CachedLlm};
+use hopwise_reason::Ctx;
+
+use crate::backends;
+use crate::cli::EvalArgs;
+
+pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
+    config.apply(&hopwise_config::Overrides { index: args.index.clone(), ..Default::default() })?;
+    let strategies: Vec<String> =
+        args.strategy.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+    for s in &strategies {
+        hopwise_reason::strategy::build(s, &config.strategy_options(s))?;
+    }
+    let prompts = Arc::new(config.prompts()?);
+    let base = backends::build_llm(&config, !args.json).await?;
+    let llm: Arc<dyn Llm> = if args.no_cache {
+        base
+    } else {
+        // Content-addressed: a finished run is recomputed offline and an interrupted one never pays twice.
+        Arc::new(CachedLlm::new(base, config.home_dir().join("cache").join("llm"), CacheMode::ReadWrite))
+    };
+    let retriever: Option<Arc<dyn Retriever>> =
+        if args.context { None } else { Some(backends::open_retriever(&config)?) };
+
+    let mut eval = EvalConfig::new(args.dataset.clone(), strategies.clone(), args.out.clone());
+    eval.limit = args.limit;
+    eval.concurrency = args.concurrency.max(1);
+    eval.k = config.k;
+    eval.model = llm.name().to_string();
+    eval.retriever = Some(if args.context { "example-context".to_string() } else { config.index_dir().display().to_string() });
+    eval.prompts_hash = hopwise_eval::prompts_hash(&prompts);
+    for s in &strategies {
+        eval.strategy_options.insert(s.clone(), config.strategy_options(s));
+    }
+    eval.settings.insert("budget".into(), serde_json::to_value(&config.budget)?);
+
+    let budget = config.budget.clone();
+    let k = config.k;
+    let factory = Arc::new(move |job: &Job, rec: hopwise_core::Recorder| -> hopwise_eval::Result<Ctx> {
+        let retriever: Arc<dyn Retriever> = match &retriever {
+            Some(r) => r.clone(),
+            None => Arc::new(ExampleContextRetriever::new(&job.example)),
+        };
+        Ok(Ctx::new(llm.clone(), prompts.clone(), rec).with_retriever(Some(retriever)).with_budget(budget.clone()).with_k(k))
+    });
+    let outcome = if args.json {
+        run_eval(&eval, factory, &NoProgress).await?
+    } else {
+        run_eval(&eval, factory, &IndicatifProgress::new()).await?
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "out": args.out})
+        );
+    } else {
+        eprintln!(
+            "{} jobs: {} resumed, {} run, {} failed (retried next run); summary in {}",
+            outcome.total,
+            outcome.resumed,
+            outcome.ran,
+            outcome.failed.len(),
+            args.out.join("summary.md").display()
+        );
+    }
+    Ok(if outcome.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
