@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use hopwise_models::OpenAiConfig;
 use hopwise_reason::{Budget, StrategyOptions};
 use serde::{Deserialize, Serialize};
 
@@ -37,23 +38,10 @@ pub enum LlmConfig {
         #[serde(default = "default_context")]
         context: u32,
     },
-    /// Any OpenAI-compatible server: vLLM, llama.cpp's server, Ollama, hosted APIs.
-    Openai {
-        base_url: String,
-        model: String,
-        /// Name of the environment variable holding the API key (never the key itself).
-        #[serde(default)]
-        api_key_env: Option<String>,
-        #[serde(default = "default_timeout")]
-        timeout_secs: u64,
-        #[serde(default = "default_retries")]
-        max_retries: u32,
-        #[serde(default = "default_in_flight")]
-        max_in_flight: usize,
-        /// Send `grammar` (llama.cpp's server understands it) when a step asks for structure.
-        #[serde(default)]
-        send_grammar: bool,
-    },
+    /// Any OpenAI-compatible server: vLLM, llama.cpp's server, Ollama, hosted APIs. Fields: `base_url`,
+    /// `model`, `api_key_env` (the NAME of the variable holding the key), `timeout_secs`, `max_retries`,
+    /// `max_in_flight`, `send_grammar`, `headers`, … (see `hopwise_models::OpenAiConfig`).
+    Openai(OpenAiConfig),
 }
 
 fn default_model() -> String {
@@ -61,15 +49,6 @@ fn default_model() -> String {
 }
 fn default_context() -> u32 {
     4096
-}
-fn default_timeout() -> u64 {
-    120
-}
-fn default_retries() -> u32 {
-    4
-}
-fn default_in_flight() -> usize {
-    8
 }
 
 /// The whole configuration, as read from `hopwise.toml`.
@@ -196,22 +175,14 @@ impl Config {
         }
         if let Some(url) = &o.base_url {
             let model = o.model.clone().unwrap_or_else(|| "default".into());
-            self.llms.insert(
-                "cli".into(),
-                LlmConfig::Openai {
-                    base_url: url.clone(),
-                    model,
-                    api_key_env: Some("OPENAI_API_KEY".into()),
-                    timeout_secs: default_timeout(),
-                    max_retries: default_retries(),
-                    max_in_flight: default_in_flight(),
-                    send_grammar: false,
-                },
-            );
+            let mut cfg = OpenAiConfig::new(url.clone(), model);
+            // Local servers need no key; send one only when the conventional variable is set.
+            cfg.api_key_env = std::env::var_os("OPENAI_API_KEY").map(|_| "OPENAI_API_KEY".into());
+            self.llms.insert("cli".into(), LlmConfig::Openai(cfg));
             self.llm = "cli".into();
         } else if let Some(m) = &o.model {
             match self.llms.get_mut(&self.llm) {
-                Some(LlmConfig::Local { model, .. }) | Some(LlmConfig::Openai { model, .. }) => *model = m.clone(),
+                Some(LlmConfig::Local { model, .. }) | Some(LlmConfig::Openai(OpenAiConfig { model, .. })) => *model = m.clone(),
                 None => {}
             }
         }
@@ -321,15 +292,15 @@ mod tests {
             "#,
         )
         .expect("valid");
-        assert!(matches!(c.llm_config(), LlmConfig::Openai { model, .. } if model == "qwen"));
+        assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "qwen"));
         assert_eq!(c.budget.r_max, 2);
         assert_eq!(c.strategy_options("toqd").0.get("critique"), Some(&serde_json::Value::Bool(false)));
         assert!(c.prompts().expect("prompts").template("toqd_self_verify") == Some("Q: {question}"));
         c.apply(&Overrides { model: Some("other".into()), k: Some(7), ..Default::default() }).expect("apply");
-        assert!(matches!(c.llm_config(), LlmConfig::Openai { model, .. } if model == "other"));
+        assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "other"));
         assert_eq!(c.k, 7);
         c.apply(&Overrides { base_url: Some("http://127.0.0.1:9/v1".into()), ..Default::default() }).expect("apply");
-        assert!(matches!(c.llm_config(), LlmConfig::Openai { base_url, .. } if base_url.ends_with(":9/v1")));
+        assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { base_url, .. }) if base_url.ends_with(":9/v1")));
     }
 
     #[test]

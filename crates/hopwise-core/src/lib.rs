@@ -5,6 +5,7 @@
 //! `hopwise-reason`.
 
 pub mod error;
+pub mod grammars;
 pub mod llm;
 pub mod nli;
 pub mod prompts;

@@ -172,7 +172,8 @@ pub fn build_index(
     let mut writer: IndexWriter<TantivyDocument> = opened
         .index
         .writer_with_num_threads(opts.writer_threads, opts.writer_heap_bytes)?;
-    // Passages added per document id during this build, to count in-build replacements.
+    // Passages added per document id during this build, to count in-build replacements (ids only:
+    // a few dozen bytes per document, not the text).
     let mut added: HashMap<String, u64> = HashMap::new();
     let snapshot = |corpus: &CorpusReader, report: &IndexReport, phase| IndexProgress {
         phase,
@@ -212,7 +213,7 @@ pub fn build_index(
         report.passages_indexed += passages.len() as u64;
 
         let file_changed = corpus.current_file() != last_file.as_deref();
-        if file_changed || report.documents % PROGRESS_EVERY == 0 {
+        if file_changed || report.documents.is_multiple_of(PROGRESS_EVERY) {
             last_file = corpus.current_file().map(Path::to_path_buf);
             progress(snapshot(&corpus, &report, IndexPhase::Reading));
         }

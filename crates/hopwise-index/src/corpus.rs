@@ -5,6 +5,9 @@
 //! `.txt`, `.text`, `.md` and `.markdown` files are read. A file named explicitly is read as JSONL if
 //! its extension is `.jsonl`/`.ndjson` and as one plain-text document otherwise.
 //!
+//! JSONL is streamed line by line, so a corpus never has to fit in memory; a text file is one document
+//! and is read whole.
+//!
 //! Problems with the content never abort the read: a malformed JSONL line, an unreadable file, bytes
 //! that are not UTF-8 (decoded lossily) and empty documents each come out as an [`Issue`] naming
 //! `file:line` (or `file`), and reading goes on. Only an input path that does not exist is an error.

@@ -87,7 +87,7 @@ fn folders_are_walked_recursively_in_name_order_and_only_text_files_are_read() {
     write(&root.join("image.png"), [0u8, 1, 2]);
     write(&root.join("notes.rs"), "fn main() {}");
 
-    let (docs, issues) = read_all(&[root.clone()]);
+    let (docs, issues) = read_all(std::slice::from_ref(&root));
 
     assert!(issues.is_empty(), "{issues:?}");
     let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();

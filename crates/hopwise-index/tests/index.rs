@@ -331,6 +331,38 @@ fn building_into_a_foreign_directory_is_refused() {
     assert!(!fresh.exists(), "no empty index is left behind");
 }
 
+#[test]
+fn changing_the_chunking_of_an_existing_index_is_warned_about() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = dir.path().join("c.jsonl");
+    write(&corpus, &record("a", "A", &filler("w", 50)));
+    let index_dir = dir.path().join("idx");
+    let first = build(std::slice::from_ref(&corpus), &index_dir);
+    assert_eq!((first.warnings_total, first.passages_total), (0, 1));
+    let small = IndexOptions {
+        chunking: ChunkOptions {
+            window_tokens: 20,
+            overlap_tokens: 5,
+        },
+        ..Default::default()
+    };
+    let second =
+        build_index(std::slice::from_ref(&corpus), &index_dir, &small, &|_| {}).expect("rebuild");
+    assert_eq!(second.warnings_total, 1);
+    assert_eq!(second.warnings[0].kind, hopwise_index::IssueKind::Notice);
+    assert!(
+        second.passages_total > 1,
+        "the document was re-chunked with the new window"
+    );
+    assert_eq!(
+        Bm25Retriever::open(&index_dir)
+            .expect("open")
+            .meta()
+            .chunking,
+        small.chunking
+    );
+}
+
 fn ids(passages: &[hopwise_core::Passage]) -> Vec<&str> {
     passages.iter().map(|p| p.id.as_str()).collect()
 }

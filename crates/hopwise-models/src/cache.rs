@@ -4,10 +4,12 @@
 //! fan-out (`ab/cd/abcd….json`) so no directory grows huge. Files are written to a temporary name,
 //! synced and renamed into place, so a reader (or a run killed mid-write) never sees half an entry.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
 use hopwise_core::{BackendErrorKind, ChatRequest, ChatResponse, Error, Llm, Result};
@@ -214,6 +216,9 @@ pub struct CachedLlm<L> {
     hits: AtomicU64,
     misses: AtomicU64,
     writes: AtomicU64,
+    /// One lock per key being computed, so concurrent identical calls (two graph nodes asking the same
+    /// thing) pay for one backend call: the others wait and then hit.
+    computing: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
 }
 
 impl<L: Llm> CachedLlm<L> {
@@ -226,7 +231,19 @@ impl<L: Llm> CachedLlm<L> {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            computing: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn key_lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut computing = self.computing.lock().unwrap_or_else(|p| p.into_inner());
+        computing.retain(|_, lock| lock.strong_count() > 0);
+        if let Some(lock) = computing.get(key).and_then(Weak::upgrade) {
+            return lock;
+        }
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        computing.insert(key.to_string(), Arc::downgrade(&lock));
+        lock
     }
 
     /// Adds `namespace` to every key: use it for whatever changes answers but is not in the backend name
@@ -284,13 +301,15 @@ impl<L: Llm> Llm for CachedLlm<L> {
             return self.inner.chat(request).await;
         }
         let material = self.material(request)?;
+        let key = DiskCache::key(&material)?;
+        let lock = self.key_lock(&key);
+        let _computing = lock.lock().await;
         if let Some(response) = self.cache.get::<ChatResponse>(&material).await? {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(response);
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         if self.mode == CacheMode::ReadOnly {
-            let key = DiskCache::key(&material)?;
             return Err(Error::backend(
                 self.inner.name(),
                 BackendErrorKind::Unsupported,

@@ -714,6 +714,21 @@ mod tests {
     }
 
     #[test]
+    fn config_nests_in_a_kind_tagged_table() {
+        // How the CLI's `[llm.NAME] kind = "openai" …` tables can deserialize into this config.
+        #[derive(Debug, Deserialize)]
+        #[serde(tag = "kind", rename_all = "lowercase")]
+        enum LlmConfig {
+            Openai(OpenAiConfig),
+        }
+        let table =
+            "kind = \"openai\"\nbase_url = \"http://x/v1\"\nmodel = \"m\"\napi_key_env = \"K\"";
+        let LlmConfig::Openai(config) = toml::from_str::<LlmConfig>(table).unwrap();
+        assert_eq!(config.api_key_env.as_deref(), Some("K"));
+        assert!(toml::from_str::<LlmConfig>(&format!("{table}\ntimeout = 3")).is_err());
+    }
+
+    #[test]
     fn debug_output_hides_the_key() {
         let llm = OpenAiLlm::with_api_key(
             OpenAiConfig::new("http://h/v1", "m"),

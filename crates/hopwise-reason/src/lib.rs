@@ -9,11 +9,14 @@
 //! - [`baselines`]: Direct, CoT, CoT-SC, Retrieve-then-Read, Self-Ask, Least-to-Most, Plan-and-Solve.
 //! - [`uar`]: uncertainty-gated dynamic retrieval and its baselines (always-retrieve, FLARE-instruct);
 //!   [`uncertainty`] holds its estimators, [`nli_judge`] the LLM-as-judge NLI they can use.
+//! - [`hgot`]: Hierarchical Graph of Thoughts (plans of dependent steps, citation-weighted voting,
+//!   passage scores).
 
 pub mod baselines;
 pub mod ctx;
 pub mod error;
 pub mod executor;
+pub mod hgot;
 pub mod nli_judge;
 pub mod parse;
 

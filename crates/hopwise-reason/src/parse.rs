@@ -390,6 +390,16 @@ pub fn is_unanswered(reply: &str) -> bool {
     s.is_empty() || HEDGES.iter().any(|h| s.starts_with(h) || (s.len() < 120 && s.contains(h)))
 }
 
+/// Whether `question` asks for yes or no ("Is…", "Are both…", "Did…"), judged by its first word.
+pub fn is_yes_no_question(question: &str) -> bool {
+    let first = question.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+    matches!(
+        first.as_str(),
+        "is" | "are" | "was" | "were" | "do" | "does" | "did" | "can" | "could" | "has" | "have" | "had" | "will"
+            | "would" | "should" | "shall" | "may" | "might" | "must"
+    )
+}
+
 /// A short answer from a reply: the first non-empty line, without an `Answer:` label and without a
 /// trailing period.
 pub fn clean_answer(reply: &str) -> String {
@@ -419,18 +429,6 @@ pub fn parse_final(reply: &str) -> (String, Option<String>) {
     let answer = answer.filter(|a| !a.is_empty()).unwrap_or_else(|| clean_answer(reply));
     (answer, reason)
 }
-
-/// Grammar (GBNF) for a numbered list of one-line items, for backends that constrain output.
-pub const GRAMMAR_NUMBERED_LIST: &str = r#"root ::= item item? item? item? item? item?
-item ::= [1-9] ". " [^\n]+ "\n"
-"#;
-
-/// Grammar (GBNF) for topology edges, one `a -> b` per line, `Q` as the sink.
-pub const GRAMMAR_EDGES: &str = r#"root ::= edge edge? edge? edge? edge? edge? edge? edge?
-edge ::= id " -> " target "\n"
-id ::= [1-9]
-target ::= [1-9] | "Q"
-"#;
 
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@
 
 use async_trait::async_trait;
 use hopwise_core::trace::SINK;
-use hopwise_core::{Decision, GenParams, NodeTrace, Passage, Repair};
+use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
 use serde::Deserialize;
 
 use crate::ctx::{format_dialog, format_passages, Ctx};
@@ -53,6 +53,53 @@ impl Toqd {
     }
 }
 
+/// Output caps per step, so a small model that runs on cannot stall a node for minutes.
+const LIST_TOKENS: u32 = 200;
+const ANSWER_TOKENS: u32 = 64;
+const REWRITE_TOKENS: u32 = 96;
+const SUMMARY_TOKENS: u32 = 200;
+/// Sub-questions longer than this (in words) are run-on output, not questions.
+const MAX_SUBQUESTION_WORDS: usize = 40;
+
+fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
+    let mut p = ctx.params.clone();
+    p.max_tokens = p.max_tokens.min(max_tokens);
+    p
+}
+
+/// True when `reply` gives no usable answer to `question`: the sentinel, a hedge, or a bare yes/no
+/// to a question that is not a yes/no question.
+fn unanswered(question: &str, reply: &str) -> bool {
+    if parse::is_unanswered(reply) {
+        return true;
+    }
+    let answer = hopwise_core::text::normalize_answer(&parse::clean_answer(reply));
+    matches!(answer.as_str(), "yes" | "no") && !parse::is_yes_no_question(question)
+}
+
+/// Cuts run-on items to their first question and drops those still too long to be a question.
+fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> {
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let first = match item.find('?') {
+                Some(i) => item[..=i].to_string(),
+                None => item.clone(),
+            };
+            if hopwise_core::text::word_count(&first) as usize > MAX_SUBQUESTION_WORDS {
+                ctx.rec.repair(Repair {
+                    stage: stage.to_string(),
+                    rule: "drop_overlong_subquestion".into(),
+                    detail: hopwise_core::text::truncate_words(&item, 12),
+                });
+                None
+            } else {
+                Some(first)
+            }
+        })
+        .collect()
+}
+
 /// A plan: sub-questions and their topology.
 struct Plan {
     questions: Vec<String>,
@@ -62,6 +109,7 @@ struct Plan {
 impl Toqd {
     fn structured_params(&self, ctx: &Ctx, grammar: &str) -> GenParams {
         let mut p = ctx.params.clone();
+        p.max_tokens = p.max_tokens.min(LIST_TOKENS);
         if self.opts.grammar {
             p.grammar = Some(grammar.to_string());
         }
@@ -74,9 +122,9 @@ impl Toqd {
     async fn plan(&self, ctx: &Ctx, node: Option<&str>, question: &str, decompose_prompt: String) -> Result<Option<Plan>> {
         let stage = node.map_or_else(|| "decompose".to_string(), |n| format!("decompose:{n}"));
         let reply = ctx
-            .chat("decompose", node, decompose_prompt, self.structured_params(ctx, parse::GRAMMAR_NUMBERED_LIST))
+            .chat("decompose", node, decompose_prompt, self.structured_params(ctx, grammars::NUMBERED_QUESTIONS))
             .await?;
-        let mut questions = parse::parse_numbered_list(reply.text());
+        let mut questions = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
         if questions.is_empty() {
             ctx.rec.repair(Repair { stage, rule: "no_subquestions".into(), detail: "the decomposition listed nothing".into() });
             return Ok(None);
@@ -98,7 +146,7 @@ impl Toqd {
                     node,
                     "toqd_critique",
                     &[("question", question), ("subquestions", &listed)],
-                    self.structured_params(ctx, parse::GRAMMAR_NUMBERED_LIST),
+                    self.structured_params(ctx, grammars::NUMBERED_QUESTIONS),
                 )
                 .await?;
             let mut repairs = Vec::new();
@@ -116,7 +164,7 @@ impl Toqd {
                     node,
                     "toqd_construct",
                     &[("question", question), ("subquestions", &listed)],
-                    self.structured_params(ctx, parse::GRAMMAR_EDGES),
+                    self.structured_params(ctx, grammars::EDGES),
                 )
                 .await?;
             let stage = node.map_or_else(|| "construct".to_string(), |n| format!("construct:{n}"));
@@ -150,7 +198,13 @@ impl Toqd {
         if task.phase == Phase::Aggregate {
             let question = ctx.rec.node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
             let reply = ctx
-                .complete("aggregate", Some(id), "toqd_aggregate", &[("dialog", &format_dialog(&task.dialog)), ("question", &question)])
+                .complete_with(
+                    "aggregate",
+                    Some(id),
+                    "toqd_aggregate",
+                    &[("dialog", &format_dialog(&task.dialog)), ("question", &question)],
+                    capped(ctx, ANSWER_TOKENS),
+                )
                 .await?;
             let answer = parse::clean_answer(&reply);
             ctx.rec.update_node(id, |n| n.answer = Some(answer.clone()));
@@ -160,15 +214,16 @@ impl Toqd {
         // Rewrite internal nodes with what their predecessors found.
         let question = if self.opts.rewrite && task.has_parents && !task.dialog.is_empty() {
             let reply = ctx
-                .complete(
+                .complete_with(
                     "rewrite",
                     Some(id),
                     "toqd_rewrite",
                     &[("dialog", &format_dialog(&task.dialog)), ("question", &task.question), ("main_question", main_question)],
+                    capped(ctx, REWRITE_TOKENS),
                 )
                 .await?;
             let rewritten = parse::clean_answer(&reply);
-            if rewritten.is_empty() {
+            if rewritten.is_empty() || hopwise_core::text::word_count(&rewritten) as usize > MAX_SUBQUESTION_WORDS {
                 task.question.clone()
             } else {
                 ctx.rec.update_node(id, |n| n.rewritten = Some(rewritten.clone()));
@@ -180,8 +235,10 @@ impl Toqd {
 
         // Self-verify without context.
         if self.opts.self_verify {
-            let reply = ctx.complete("self_verify", Some(id), "toqd_self_verify", &[("question", &question)]).await?;
-            if !parse::is_unanswered(&reply) {
+            let reply = ctx
+                .complete_with("self_verify", Some(id), "toqd_self_verify", &[("question", &question)], capped(ctx, ANSWER_TOKENS))
+                .await?;
+            if !unanswered(&question, &reply) {
                 let answer = parse::clean_answer(&reply);
                 ctx.rec.update_node(id, |n| {
                     n.decision = Decision::Known;
@@ -198,14 +255,15 @@ impl Toqd {
             let ps = passages.clone();
             ctx.rec.update_node(id, |n| n.passages = ps);
             let reply = ctx
-                .complete(
+                .complete_with(
                     "self_verify_context",
                     Some(id),
                     "toqd_self_verify_context",
                     &[("passages", &format_passages(&passages)), ("question", &question)],
+                    capped(ctx, ANSWER_TOKENS),
                 )
                 .await?;
-            if !parse::is_unanswered(&reply) {
+            if !unanswered(&question, &reply) {
                 let answer = parse::clean_answer(&reply);
                 ctx.rec.update_node(id, |n| {
                     n.decision = Decision::Retrieved;
@@ -241,14 +299,16 @@ impl Toqd {
 
         // Best effort: the model must answer from what it has.
         let reply = ctx
-            .complete(
+            .complete_with(
                 "best_effort",
                 Some(id),
                 "toqd_best_effort",
                 &[("passages", &format_passages(&passages)), ("question", &question)],
+                capped(ctx, ANSWER_TOKENS),
             )
             .await?;
-        let answer = parse::clean_answer(&reply);
+        // Even forced, a model may still decline: keep no answer rather than the sentinel.
+        let answer = if parse::is_unanswered(&reply) { String::new() } else { parse::clean_answer(&reply) };
         ctx.rec.update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
@@ -342,7 +402,13 @@ impl Strategy for Toqd {
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
         let last_answer = dialog.last().map(|(_, a)| a.clone()).unwrap_or_default();
         let summary = ctx
-            .complete("summary", Some(SINK), "toqd_summary", &[("dialog", &format_dialog(&dialog)), ("question", question)])
+            .complete_with(
+                "summary",
+                Some(SINK),
+                "toqd_summary",
+                &[("dialog", &format_dialog(&dialog)), ("question", question)],
+                capped(ctx, SUMMARY_TOKENS),
+            )
             .await;
         match summary {
             Ok(reply) => {

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 mod ask;
+mod index;
 mod info;
+mod setup;
 
 use std::process::ExitCode;
 
@@ -31,6 +33,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Strategies(args) => info::strategies(args.json),
         Command::Prompts(args) => info::prompts(&config, args.name.as_deref()),
         Command::Config => info::config(&config),
-        Command::Index(_) | Command::Setup(_) => anyhow::bail!("not wired yet"),
+        Command::Index(args) => index::run(&config, args),
+        Command::Setup(args) => setup::run(&config, args),
     }
 }

@@ -85,6 +85,39 @@ async fn second_identical_call_is_a_hit_and_changed_parameters_miss() {
     assert_eq!(files_under(dir.path()).len(), 4);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_identical_calls_pay_for_one_backend_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedLlm::new()
+        .on("q", "a")
+        .latency(std::time::Duration::from_millis(100));
+    let cached = Arc::new(CachedLlm::new(
+        model.clone(),
+        dir.path(),
+        CacheMode::ReadWrite,
+    ));
+    let calls: Vec<_> = (0..5)
+        .map(|i| {
+            let cached = cached.clone();
+            // Two distinct requests, each asked several times at once.
+            let prompt = if i % 2 == 0 { "q even" } else { "q odd" };
+            tokio::spawn(async move { cached.chat(&request(prompt, None, 1)).await })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap().text(), "a");
+    }
+    assert_eq!(model.calls().len(), 2);
+    assert_eq!(
+        cached.stats(),
+        CacheStats {
+            hits: 3,
+            misses: 2,
+            writes: 2
+        }
+    );
+}
+
 #[tokio::test]
 async fn entries_fan_out_in_two_levels_named_by_key() {
     let dir = tempfile::tempdir().unwrap();

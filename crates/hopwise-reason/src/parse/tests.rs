@@ -101,6 +101,14 @@ fn hedges_count_as_unanswered() {
 }
 
 #[test]
+fn yes_no_questions_are_recognised() {
+    assert!(is_yes_no_question("Are both bands from Canada?"));
+    assert!(is_yes_no_question("did he win?"));
+    assert!(!is_yes_no_question("Which band released Counterparts?"));
+    assert!(!is_yes_no_question(""));
+}
+
+#[test]
 fn answers_and_finals_are_cleaned() {
     assert_eq!(clean_answer("Answer: Steven Spielberg.\nHe directed it."), "Steven Spielberg");
     assert_eq!(clean_answer("\n\n  Paris"), "Paris");

@@ -209,3 +209,19 @@ async fn bad_input_is_rejected_clearly() {
     assert!(build("toqd", &bad).is_err(), "unknown option keys are rejected");
     assert!(build("nope", &StrategyOptions::default()).is_err());
 }
+
+#[tokio::test]
+async fn bare_no_to_a_wh_question_and_run_on_subquestions_are_not_accepted() {
+    let run_on = format!("1. Which band released Counterparts?\n2. {}", "That person is the band that released it. ".repeat(12));
+    let llm = ScriptedLlm::new()
+        .on(DECOMPOSE, &run_on)
+        .on_fn(SELF_VERIFY, |_, _| "No".into())
+        .on(WITH_CONTEXT, "Rush")
+        .on(SUMMARY, "Answer: Rush");
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(t.nodes.len(), 1, "the run-on item was dropped");
+    assert!(t.repairs.iter().any(|r| r.rule == "drop_overlong_subquestion"));
+    let n1 = t.node("1").expect("node 1");
+    assert_eq!(n1.decision, Decision::Retrieved, "a bare `No` to a which-question is not an answer");
+    assert_eq!(n1.answer.as_deref(), Some("Rush"));
+}

@@ -47,7 +47,8 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 /// The answer after the marker `the answer is` (case-insensitive, e.g. `So the answer is: Paris.`),
 /// or after a leading `Answer:`. Trailing full stops, quotes and emphasis are dropped.
 pub fn parse_answer_marker(text: &str) -> Option<String> {
-    let lower = text.to_lowercase();
+    // ASCII lower-casing keeps byte offsets, so positions found in `lower` slice `text` safely.
+    let lower = text.to_ascii_lowercase();
     let rest = if let Some(p) = lower.rfind("the answer is") {
         &text[p + "the answer is".len()..]
     } else if lower.trim_start().starts_with("answer:") {
@@ -69,7 +70,7 @@ pub fn parse_answer_marker(text: &str) -> Option<String> {
 /// The query of a FLARE-instruct search request `[Search(query)]` (case-insensitive; a missing
 /// closing bracket is tolerated).
 pub fn parse_search_request(reply: &str) -> Option<String> {
-    let lower = reply.to_lowercase();
+    let lower = reply.to_ascii_lowercase();
     let start = lower.find("[search(")? + "[search(".len();
     let rest = &reply[start..];
     let end = rest.find(")]").or_else(|| rest.find(']')).or_else(|| rest.rfind(')')).unwrap_or(rest.len());
@@ -82,4 +83,16 @@ pub(crate) fn clean_query(reply: &str) -> String {
     let line = reply.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     let line = strip_prefix_ignore_case(line, "query:").unwrap_or(line);
     line.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`')).trim().to_string()
+}
+
+#[cfg(test)]
+mod unicode_tests {
+    use super::*;
+
+    #[test]
+    fn markers_next_to_case_changing_characters_slice_safely() {
+        assert_eq!(parse_answer_marker("İİ the answer is éé").as_deref(), Some("éé"));
+        assert_eq!(parse_answer_marker("ẞẞ the answer is x").as_deref(), Some("x"));
+        assert_eq!(parse_search_request("İİ [Search(who is ẞ)]").as_deref(), Some("who is ẞ"));
+    }
 }

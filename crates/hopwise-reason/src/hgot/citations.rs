@@ -1,0 +1,312 @@
+//! Thoughts and their citations: the `Rationale: … [n]` / `Answer: …` protocol, statements with
+//! their `[n]` markers, and citation recall and precision after ALCE (Gao et al. 2023) judged by
+//! an [`Nli`].
+//!
+//! ALCE's rules, as implemented here:
+//! - a statement is *supported* when the concatenation of the passages it cites entails it; a
+//!   statement without citations, or citing a passage that does not exist, is not supported;
+//! - recall = supported statements / statements;
+//! - a citation of a supported statement is *relevant* when its passage alone entails the
+//!   statement, or when the other cited passages without it do not (removing it breaks support);
+//!   every citation of an unsupported statement is irrelevant; precision = relevant / citations;
+//! - at most the first [`MAX_CITATIONS`] distinct citations of a statement are scored (ALCE's cap,
+//!   which also bounds the judgements per statement).
+//!
+//! NLI judgements go through a per-question [`Judge`]: cached by (premise, hypothesis), counted in
+//! `stats.nli_calls`, capped by `max_nli_calls`; a failed or refused judgement counts as "not
+//! entailed" and is noted once in the trace.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hopwise_core::text::split_sentences;
+use hopwise_core::{Nli, NliLabel, Passage, Recorder};
+use serde::Serialize;
+
+/// Citations per statement that are scored.
+pub const MAX_CITATIONS: usize = 3;
+
+/// A sampled thought: rationale `τ` and short answer `a`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Thought {
+    pub rationale: String,
+    pub answer: String,
+}
+
+/// Byte offset of the last `answer:` label that starts a word (ASCII case-insensitive, so byte
+/// offsets carry over to the original text).
+fn last_answer_label(text: &str) -> Option<usize> {
+    let lower = text.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    lower.match_indices("answer:").map(|(p, _)| p).filter(|&p| p == 0 || !bytes[p - 1].is_ascii_alphanumeric()).last()
+}
+
+fn strip_label<'a>(s: &'a str, labels: &[&str]) -> &'a str {
+    let t = s.trim_start().trim_start_matches(['*', '#']).trim_start();
+    for label in labels {
+        if let Some(head) = t.get(..label.len()) {
+            if head.eq_ignore_ascii_case(label) {
+                return t[label.len()..].trim_start_matches('*').trim_start();
+            }
+        }
+    }
+    t
+}
+
+/// Cleans a short answer: first non-empty line, no citation markers, no trailing full stop,
+/// quotes or emphasis.
+pub fn clean_short_answer(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let (without_markers, _) = take_markers(line);
+    without_markers
+        .trim()
+        .trim_matches(|c: char| matches!(c, '*' | '"' | '\'' | '`'))
+        .trim_end_matches(['.', '!'])
+        .trim()
+        .to_string()
+}
+
+/// The answer after the last `the answer is` (ASCII case-insensitive, so offsets are safe).
+fn answer_after_marker(text: &str) -> Option<String> {
+    let p = text.to_ascii_lowercase().rfind("the answer is")?;
+    let rest =
+        text[p + "the answer is".len()..].trim_start_matches(|c: char| c == ':' || c == '-' || c.is_whitespace());
+    let answer = clean_short_answer(rest);
+    (!answer.is_empty()).then_some(answer)
+}
+
+/// Reads a reply written as `Rationale: … Answer: …`. Without an `Answer:` label the answer is
+/// taken from a `the answer is X` sentence, else it is empty (the sample then takes no part in the
+/// vote). Never fails.
+pub fn parse_thought(reply: &str) -> Thought {
+    let (rationale, answer) = match last_answer_label(reply) {
+        Some(p) => {
+            let before = reply[..p].trim_end();
+            let before = ["final", "short"]
+                .iter()
+                .find_map(|w| {
+                    let cut = before.len().checked_sub(w.len())?;
+                    let tail = before.get(cut..)?;
+                    tail.eq_ignore_ascii_case(w).then(|| &before[..cut])
+                })
+                .unwrap_or(before);
+            (before.to_string(), clean_short_answer(&reply[p + "answer:".len()..]))
+        }
+        None => (reply.to_string(), answer_after_marker(reply).unwrap_or_default()),
+    };
+    let rationale = strip_label(&rationale, &["rationale:", "reasoning:", "reason:"]);
+    Thought { rationale: rationale.split_whitespace().collect::<Vec<_>>().join(" "), answer }
+}
+
+/// Removes `[n]`, `[n, m]` and `[n][m]` markers; returns the text and the numbers in order of
+/// appearance (duplicates removed). Brackets holding anything but digits, commas and spaces are
+/// left alone.
+pub fn take_markers(text: &str) -> (String, Vec<usize>) {
+    let mut out = String::with_capacity(text.len());
+    let mut numbers: Vec<usize> = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close) if close > 0 && after[..close].chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ') => {
+                for n in after[..close].split([',', ' ']).filter_map(|t| t.parse::<usize>().ok()) {
+                    if !numbers.contains(&n) {
+                        numbers.push(n);
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    (out.split_whitespace().collect::<Vec<_>>().join(" ").replace(" .", "."), numbers)
+}
+
+/// One statement of a rationale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Statement {
+    /// The claim without its markers (the NLI hypothesis).
+    pub claim: String,
+    /// Passage numbers as written (1-based), distinct, in order.
+    pub citations: Vec<usize>,
+}
+
+/// Splits a rationale into statements (sentences, also split at line breaks), each with the
+/// markers that follow it. Marker-only fragments are dropped.
+pub fn split_statements(rationale: &str) -> Vec<Statement> {
+    rationale
+        .lines()
+        .flat_map(split_sentences)
+        .filter_map(|sentence| {
+            let (claim, citations) = take_markers(&sentence);
+            let has_words = claim.chars().any(char::is_alphanumeric);
+            has_words.then_some(Statement { claim, citations })
+        })
+        .collect()
+}
+
+/// Per-question NLI access for citation scoring: cache, counter, cap.
+pub struct Judge {
+    nli: Arc<dyn Nli>,
+    rec: Recorder,
+    cache: Mutex<HashMap<(String, String), bool>>,
+    calls: AtomicU64,
+    limit: u64,
+    limit_noted: AtomicBool,
+    error_noted: AtomicBool,
+}
+
+impl Judge {
+    pub fn new(nli: Arc<dyn Nli>, rec: Recorder, limit: u64) -> Self {
+        Self {
+            nli,
+            rec,
+            cache: Mutex::new(HashMap::new()),
+            calls: AtomicU64::new(0),
+            limit,
+            limit_noted: AtomicBool::new(false),
+            error_noted: AtomicBool::new(false),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.nli.name()
+    }
+
+    /// Judgements asked of the NLI so far (cache hits excluded).
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// Does `premise` entail `hypothesis`? False when the judge fails or the cap is reached.
+    pub async fn entails(&self, premise: &str, hypothesis: &str) -> bool {
+        let key = (premise.to_string(), hypothesis.to_string());
+        if let Some(v) = self.cache.lock().ok().and_then(|c| c.get(&key).copied()) {
+            return v;
+        }
+        let allowed =
+            self.calls.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| (c < self.limit).then_some(c + 1));
+        if allowed.is_err() {
+            if !self.limit_noted.swap(true, Ordering::SeqCst) {
+                self.rec
+                    .note(format!("max_nli_calls = {} reached; further citations count as unsupported", self.limit));
+            }
+            return false;
+        }
+        self.rec.with_stats(|s| s.nli_calls += 1);
+        let verdict = match self.nli.judge(premise, hypothesis).await {
+            Ok(v) => v.label() == NliLabel::Entailment,
+            Err(e) => {
+                if !self.error_noted.swap(true, Ordering::SeqCst) {
+                    self.rec
+                        .note(format!("NLI judge {} failed ({e}); its citations count as unsupported", self.name()));
+                }
+                return false;
+            }
+        };
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(key, verdict);
+        }
+        verdict
+    }
+}
+
+/// How one statement's citations were judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatementScore {
+    pub claim: String,
+    /// Scored citations (at most [`MAX_CITATIONS`]), 1-based.
+    pub citations: Vec<usize>,
+    /// Citations to passages that do not exist.
+    pub dangling: Vec<usize>,
+    pub supported: bool,
+    /// Per scored citation.
+    pub relevant: Vec<bool>,
+}
+
+/// Citation quality of one rationale.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CitationScore {
+    pub recall: f64,
+    pub precision: f64,
+    pub statements: Vec<StatementScore>,
+    /// Per passage: `Σ_j δ̂(p, s_j)`, the statements it supports (cited, or entailing when
+    /// uncited entailment is on).
+    pub support: Vec<u32>,
+}
+
+/// The premise text of a passage.
+pub fn premise(p: &Passage) -> String {
+    if p.title.trim().is_empty() {
+        p.text.trim().to_string()
+    } else {
+        format!("{}: {}", p.title.trim(), p.text.trim())
+    }
+}
+
+fn joined(passages: &[Passage], numbers: &[usize]) -> String {
+    numbers.iter().filter_map(|n| passages.get(n - 1)).map(premise).collect::<Vec<_>>().join("\n")
+}
+
+/// Scores a rationale's citations against the passages it was written from (numbered from 1).
+pub async fn score_citations(
+    rationale: &str,
+    passages: &[Passage],
+    judge: &Judge,
+    uncited_entailment: bool,
+) -> CitationScore {
+    let statements = split_statements(rationale);
+    let mut support = vec![0u32; passages.len()];
+    let mut scored = Vec::with_capacity(statements.len());
+    let (mut supported_count, mut citation_count, mut relevant_count) = (0usize, 0usize, 0usize);
+    for statement in statements {
+        let capped: Vec<usize> = statement.citations.iter().copied().take(MAX_CITATIONS).collect();
+        let (valid, dangling): (Vec<usize>, Vec<usize>) =
+            capped.iter().copied().partition(|&n| (1..=passages.len()).contains(&n));
+        citation_count += capped.len();
+        for &n in &valid {
+            support[n - 1] += 1;
+        }
+        if uncited_entailment {
+            for (i, p) in passages.iter().enumerate() {
+                if !valid.contains(&(i + 1)) && judge.entails(&premise(p), &statement.claim).await {
+                    support[i] += 1;
+                }
+            }
+        }
+        let supported = !valid.is_empty()
+            && dangling.is_empty()
+            && judge.entails(&joined(passages, &valid), &statement.claim).await;
+        let mut relevant = vec![false; capped.len()];
+        if supported {
+            supported_count += 1;
+            for (k, &n) in capped.iter().enumerate() {
+                // A lone citation carries the whole support; otherwise it is relevant when it
+                // entails alone, or when the others without it do not.
+                relevant[k] = capped.len() == 1 || judge.entails(&joined(passages, &[n]), &statement.claim).await || {
+                    let others: Vec<usize> = capped.iter().copied().filter(|&m| m != n).collect();
+                    !judge.entails(&joined(passages, &others), &statement.claim).await
+                };
+            }
+        }
+        relevant_count += relevant.iter().filter(|r| **r).count();
+        scored.push(StatementScore { claim: statement.claim, citations: capped, dangling, supported, relevant });
+    }
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    CitationScore {
+        recall: ratio(supported_count, scored.len()),
+        precision: ratio(relevant_count, citation_count),
+        statements: scored,
+        support,
+    }
+}
+
+#[cfg(test)]
+#[path = "citations_tests.rs"]
+pub(super) mod tests;

@@ -1,0 +1,314 @@
+//! HGOT — Hierarchical Graph of Thoughts (METHODS.md §3).
+//!
+//! ```text
+//! TRAVERSE(q, depth):
+//!     a, CI, CTX_q = PROBE(q)                 retrieve; m cited thoughts in one request; weighted vote
+//!     if depth ≥ max_depth: return            (checked before PLAN so a leaf costs no planning call;
+//!                                             each PLAN also takes one expansion from `r_max`)
+//!     G = PLAN(q, CTX_q) → SELF-REFLECT → FORMALIZE → repaired DAG of steps
+//!     if G has no steps, or one step close to q: return      (STOP)
+//!     CTX_G = SEARCH(G, depth + 1)            executor: topological order, independent steps together,
+//!                                             each dependent step REWRITTEN with its dependencies' answers
+//!     return INFER(q, CTX_q ∪ CTX_G)          top-K passages by σ; m thoughts; weighted vote
+//! ```
+//! Thoughts are weighed by citation quality, `ρ = α + β·REC + γ·PREC` ([`citations`], [`vote`]);
+//! every Probe/Infer updates the passage scores `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]`, starting from
+//! the search engine's scores divided by the round's best ([`vote::initial_scores`]).
+//!
+//! Trace: the question is node `Q` (layer 0); its steps are `1`, `2`, … (layer 1), theirs `2.1`, …;
+//! `parents` and edges carry the dependencies, steps nobody depends on feed their parent. Each
+//! node's `extra` holds `layer`, `step`, `probe` / `infer` (per-sample thought, answer, REC, PREC,
+//! ρ and statements; the vote table; CI; ν̄), `plan` (replies, steps, edges and where they came
+//! from) and `stop`. The trace's `extra` holds the options, the NLI judge, the STOP similarity and
+//! `sigma_history` (one entry per σ value: node, stage, passage, σ before, ν̄, CI, σ after).
+//! `stats.nli_calls` counts judgements.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use hopwise_core::trace::SINK;
+use hopwise_core::{Decision, Error as CoreError, NodeTrace, Passage};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::ctx::Ctx;
+use crate::error::{ReasonError, Result};
+use crate::nli_judge::LlmNli;
+use crate::strategy::{Answer, Strategy};
+
+pub mod citations;
+pub mod demos;
+mod fewshot;
+pub mod options;
+mod planning;
+mod search;
+pub mod steps;
+mod thinking;
+pub mod vote;
+
+pub use citations::{parse_thought, score_citations, split_statements, CitationScore, Judge, Statement, Thought};
+pub use options::{DemoSelection, HgotOptions};
+pub use steps::{
+    dependency_text, parse_dependency_sentences, parse_formal_edges, parse_steps, repair_dependencies, Dependencies,
+    Steps,
+};
+pub use vote::{
+    initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote,
+};
+
+use demos::DemoPool;
+
+/// Embeddings of the demonstration pool's questions and the embedder model that made them.
+type PoolVectors = (String, Arc<Vec<Vec<f32>>>);
+
+/// The `hgot` strategy. Build with [`Hgot::new`]; one value answers many questions.
+pub struct Hgot {
+    opts: HgotOptions,
+    pool: Option<DemoPool>,
+    /// Pool question embeddings, per embedder model, computed on first use.
+    pool_vectors: tokio::sync::Mutex<Option<PoolVectors>>,
+}
+
+impl Hgot {
+    /// Validates the options and loads the demonstration pool, if any.
+    pub fn new(opts: HgotOptions) -> Result<Self> {
+        opts.validate()?;
+        let pool = match &opts.demonstrations {
+            Some(path) => {
+                let pool = DemoPool::load(path)
+                    .map_err(|e| ReasonError::InvalidOption(format!("strategy `hgot`: demonstrations: {e}")))?;
+                if pool.is_empty() {
+                    return Err(ReasonError::InvalidOption(format!(
+                        "strategy `hgot`: demonstrations: no usable example in {} ({} dropped by the filters)",
+                        path.display(),
+                        pool.dropped
+                    )));
+                }
+                Some(pool)
+            }
+            None => None,
+        };
+        Ok(Self { opts, pool, pool_vectors: tokio::sync::Mutex::new(None) })
+    }
+
+    pub fn options(&self) -> &HgotOptions {
+        &self.opts
+    }
+}
+
+/// A passage and its score σ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoredPassage {
+    pub passage: Passage,
+    pub sigma: f64,
+}
+
+/// What one traversal found.
+#[derive(Debug, Clone, Default)]
+struct Outcome {
+    answer: String,
+    confidence: f64,
+    /// Every passage collected under the node, with its latest σ.
+    passages: Vec<ScoredPassage>,
+    rationale: Option<String>,
+}
+
+/// A solved step of a SEARCH.
+struct StepOutcome {
+    question: String,
+    outcome: Outcome,
+}
+
+/// One question's state.
+struct Run<'a> {
+    hgot: &'a Hgot,
+    ctx: &'a Ctx,
+    judge: citations::Judge,
+    sigma_history: Mutex<Vec<Value>>,
+    stop_method: Mutex<Option<String>>,
+    demo_fallback_noted: AtomicBool,
+}
+
+/// Backend and budget failures degrade to a best-effort answer; template and configuration errors
+/// are the caller's to fix.
+fn degrades(e: &ReasonError) -> bool {
+    matches!(e, ReasonError::Core(CoreError::Backend { .. } | CoreError::Budget(_)))
+}
+
+/// Sets `extra[key] = value` on a node, making `extra` an object if needed.
+fn set_extra(node: &mut NodeTrace, key: &str, value: Value) {
+    if !node.extra.is_object() {
+        node.extra = json!({});
+    }
+    if let Some(map) = node.extra.as_object_mut() {
+        map.insert(key.to_string(), value);
+    }
+}
+
+/// Merges passage lists by id, keeping the higher σ; first-seen order.
+fn merge_passages(lists: impl IntoIterator<Item = ScoredPassage>) -> Vec<ScoredPassage> {
+    let mut merged: Vec<ScoredPassage> = Vec::new();
+    for p in lists {
+        match merged.iter_mut().find(|m| m.passage.id == p.passage.id) {
+            Some(m) if p.sigma > m.sigma => m.sigma = p.sigma,
+            Some(_) => {}
+            None => merged.push(p),
+        }
+    }
+    merged
+}
+
+impl Run<'_> {
+    fn stage(kind: &str, node: &str) -> String {
+        format!("{kind}:{node}")
+    }
+
+    fn child_id(parent: &str, i: usize) -> String {
+        if parent == SINK {
+            i.to_string()
+        } else {
+            format!("{parent}.{i}")
+        }
+    }
+
+    fn stop(&self, id: &str, reason: &str, detail: Value, probe: &Outcome) {
+        let answer = probe.answer.clone();
+        self.ctx.rec.update_node(id, |n| {
+            set_extra(n, "stop", json!({ "reason": reason, "detail": detail }));
+            n.decision = if answer.is_empty() { Decision::Unresolved } else { Decision::Retrieved };
+            n.answer = Some(answer);
+        });
+    }
+
+    /// TRAVERSE. Boxed because it recurses through SEARCH.
+    fn traverse(&self, question: String, id: String, depth: u32) -> BoxFuture<'_, Result<Outcome>> {
+        Box::pin(async move {
+            let probe = match self.probe(&question, &id).await {
+                Ok(p) => p,
+                Err(e) if degrades(&e) => {
+                    self.ctx.rec.best_effort(format!("node {id}: probe failed ({e})"));
+                    self.ctx.rec.update_node(&id, |n| {
+                        n.decision = Decision::Unresolved;
+                        n.best_effort = true;
+                        n.answer = Some(String::new());
+                    });
+                    return Ok(Outcome::default());
+                }
+                Err(e) => return Err(e),
+            };
+            let max_depth = self.hgot.opts.max_depth.min(self.ctx.budget.max_depth);
+            if depth >= max_depth {
+                self.stop(&id, "max_depth", json!({ "depth": depth, "max_depth": max_depth }), &probe);
+                return Ok(probe);
+            }
+            // Each PLAN takes one expansion from the question's `r_max` budget.
+            if !self.ctx.try_expand() {
+                self.ctx.rec.note(format!(
+                    "node {id}: r_max = {} expansions used; answering from the probe",
+                    self.ctx.budget.r_max
+                ));
+                self.stop(&id, "r_max", json!({ "r_max": self.ctx.budget.r_max }), &probe);
+                return Ok(probe);
+            }
+            let plan = match self.plan(&question, &id, &probe.passages).await {
+                Ok(Some(plan)) => plan,
+                Ok(None) => {
+                    self.stop(&id, "no_steps", Value::Null, &probe);
+                    return Ok(probe);
+                }
+                Err(e) if degrades(&e) => {
+                    self.ctx.rec.best_effort(format!("node {id}: planning failed ({e}); kept the probe's answer"));
+                    self.stop(&id, "plan_failed", json!(e.to_string()), &probe);
+                    return Ok(probe);
+                }
+                Err(e) => return Err(e),
+            };
+            if plan.steps.len() == 1 {
+                let test = self.single_step_similarity(&question, &plan.steps.texts[0]).await;
+                if test.similarity >= test.threshold {
+                    self.stop(&id, "single_step", json!(test), &probe);
+                    return Ok(probe);
+                }
+                self.ctx
+                    .rec
+                    .update_node(&id, |n| set_extra(n, "stop", json!({ "reason": "continue", "detail": test })));
+            }
+            let solved = self.search(&id, depth, &plan).await?;
+            match self.infer(&question, &id, &probe, &solved).await {
+                Ok(outcome) => Ok(outcome),
+                Err(e) if degrades(&e) => {
+                    self.ctx.rec.best_effort(format!("node {id}: infer failed ({e}); kept the probe's answer"));
+                    let passages = merge_passages(
+                        probe.passages.iter().cloned().chain(solved.iter().flat_map(|s| s.outcome.passages.clone())),
+                    );
+                    self.stop(&id, "infer_failed", json!(e.to_string()), &probe);
+                    Ok(Outcome { passages, ..probe })
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl Strategy for Hgot {
+    fn name(&self) -> &str {
+        "hgot"
+    }
+
+    fn needs_retriever(&self) -> bool {
+        true
+    }
+
+    async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
+        let nli: Arc<dyn hopwise_core::Nli> = match &ctx.nli {
+            Some(nli) => nli.clone(),
+            // One judge per question, so its pair cache lives exactly as long as the question.
+            None => Arc::new(LlmNli::new(ctx.llm.clone(), ctx.prompts.clone()).with_recorder(ctx.rec.clone())),
+        };
+        let run = Run {
+            hgot: self,
+            ctx,
+            judge: citations::Judge::new(nli, ctx.rec.clone(), self.opts.max_nli_calls),
+            sigma_history: Mutex::new(Vec::new()),
+            stop_method: Mutex::new(None),
+            demo_fallback_noted: AtomicBool::new(false),
+        };
+        ctx.rec.upsert_node(NodeTrace {
+            id: SINK.to_string(),
+            question: question.to_string(),
+            extra: json!({ "layer": 0 }),
+            ..Default::default()
+        });
+        let outcome = run.traverse(question.to_string(), SINK.to_string(), 0).await;
+        let history = run.sigma_history.lock().map(|h| h.clone()).unwrap_or_default();
+        let stop_method = run.stop_method.lock().ok().and_then(|m| m.clone());
+        ctx.rec.set_extra(json!({
+            "options": self.opts,
+            "nli": run.judge.name(),
+            "nli_calls": run.judge.calls(),
+            "stop_similarity": stop_method,
+            "demonstrations": self.pool.as_ref().map(|p| json!({ "pool": p.demos.len(), "dropped": p.dropped })),
+            "sigma_history": history,
+        }));
+        let outcome = outcome?;
+        if outcome.answer.is_empty() {
+            ctx.rec.best_effort("no thought gave an answer");
+        }
+        Ok(Answer { text: outcome.answer, rationale: outcome.rationale })
+    }
+}
+
+impl Run<'_> {
+    /// Whether the demonstration selection fell back to word overlap (noted once per question).
+    fn note_demo_fallback(&self, why: &str) {
+        if !self.demo_fallback_noted.swap(true, Ordering::SeqCst) {
+            self.ctx.rec.note(format!("demonstrations selected by word overlap: {why}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,409 @@
+//! End-to-end runs of `hgot` through `strategy::run` with a scripted model, the static retriever
+//! and a word-overlap NLI, asserting on the trace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hopwise_core::scripted::{ScriptedLlm, StaticRetriever};
+use hopwise_core::{Embedder, EventKind, Nli, Prompts, Recorder, Trace};
+use serde_json::Value;
+
+use super::citations::tests::WordNli;
+use super::*;
+use crate::ctx::Budget;
+use crate::strategy::{build, run, StrategyOptions};
+
+const QUESTION: &str = "Where was the director of Jaws born?";
+
+fn corpus() -> StaticRetriever {
+    StaticRetriever::from_pairs(&[
+        ("Jaws (film)", "Jaws is a 1975 film directed by Steven Spielberg."),
+        ("Steven Spielberg", "Steven Spielberg was born in Cincinnati, Ohio."),
+        ("Sharks", "Sharks live in oceans and eat fish."),
+    ])
+}
+
+/// `[n]` of the first prompt passage containing `keyword`, or a dangling `[9]`.
+fn cite(prompt: &str, keyword: &str) -> String {
+    prompt
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .find(|l| l.contains(keyword))
+        .and_then(|l| l.split(']').next())
+        .map(|n| format!("{n}]"))
+        .unwrap_or_else(|| "[9]".into())
+}
+
+/// The text after the last `Question: ` in the prompt.
+fn question_of(prompt: &str) -> &str {
+    prompt.rsplit("Question: ").next().and_then(|s| s.lines().next()).unwrap_or("").trim()
+}
+
+const PROBE: &str = "Reason about the question from the passages";
+const PLAN: &str = "Plan how to find the answer";
+const REFLECT: &str = "Look at the steps again";
+const FORMALIZE: &str = "Write the dependencies as arrows";
+const REWRITE: &str = "Rewrite the search question";
+const INFER: &str = "Answers to the sub-questions:";
+
+/// The script of the main scenario: a two-step plan (2 depends on 1) under the question.
+fn scenario(prompt: &str, i: u32) -> String {
+    let q = question_of(prompt);
+    if prompt.contains("Statement B:") {
+        return "entail".into();
+    }
+    if prompt.contains(INFER) {
+        return format!(
+            "Rationale: Steven Spielberg directed Jaws {}. He was born in Cincinnati {}.\nAnswer: Cincinnati",
+            cite(prompt, "directed"),
+            cite(prompt, "Cincinnati")
+        );
+    }
+    if prompt.contains(PROBE) {
+        return match q {
+            QUESTION => match i {
+                0 | 1 => format!(
+                    "Rationale: Jaws was directed by Steven Spielberg {}. Steven Spielberg was born in Cincinnati {}.\nAnswer: Cincinnati",
+                    cite(prompt, "directed"),
+                    cite(prompt, "Cincinnati")
+                ),
+                2 => "Rationale: Jaws was directed by Steven Spielberg.\nAnswer: Boston".into(),
+                3 => "Answer: Cincinnati.".into(),
+                _ => "Rationale: Spielberg likes boats [7].\nAnswer: Boston".into(),
+            },
+            "Who directed Jaws?" => format!(
+                "Rationale: Jaws was directed by Steven Spielberg {}.\nAnswer: Steven Spielberg",
+                cite(prompt, "directed")
+            ),
+            _ => format!(
+                "Rationale: Steven Spielberg was born in Cincinnati {}.\nAnswer: Cincinnati",
+                cite(prompt, "Cincinnati")
+            ),
+        };
+    }
+    if prompt.contains(PLAN) {
+        return match q {
+            QUESTION => "Step 1: Who directed Jaws?\nStep 2: Where was the director found in Step 1 born?\nStep 2 depends on Step 1."
+                .into(),
+            "Who directed Jaws?" => "Step 1: Who directed Jaws?".into(),
+            _ => "I cannot plan this.".into(),
+        };
+    }
+    if prompt.contains(REFLECT) {
+        return "Step 2 depends on Step 1.".into();
+    }
+    if prompt.contains(FORMALIZE) {
+        return "Step 1 -> Step 2".into();
+    }
+    if prompt.contains(REWRITE) {
+        return "Where was Steven Spielberg born?".into();
+    }
+    "?".into()
+}
+
+fn options(v: Value) -> StrategyOptions {
+    match v {
+        Value::Object(map) => StrategyOptions(map),
+        _ => StrategyOptions::default(),
+    }
+}
+
+fn context(llm: &ScriptedLlm, nli: Option<Arc<dyn Nli>>) -> Ctx {
+    Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), Recorder::new(QUESTION, "hgot"))
+        .with_retriever(Some(Arc::new(corpus())))
+        .with_nli(nli)
+}
+
+async fn answer_with(opts: Value, ctx: &Ctx) -> Trace {
+    let strategy = build("hgot", &options(opts)).expect("valid options");
+    run(strategy.as_ref(), ctx, QUESTION).await.expect("trace")
+}
+
+fn extra<'a>(trace: &'a Trace, node: &str, path: &[&str]) -> &'a Value {
+    let mut v = &trace.node(node).unwrap_or_else(|| panic!("node {node}")).extra;
+    for key in path {
+        v = &v[*key];
+    }
+    v
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+fn rules(trace: &Trace) -> Vec<&str> {
+    trace.repairs.iter().map(|r| r.rule.as_str()).collect()
+}
+
+#[tokio::test]
+async fn end_to_end_hierarchy_votes_and_passage_scores() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_with(serde_json::json!({}), &ctx).await;
+
+    assert_eq!(trace.answer, "Cincinnati");
+    assert!(!trace.best_effort, "{:?}", trace.notes);
+    assert!(trace.rationale.as_deref().is_some_and(|r| r.contains('[')));
+
+    // The hierarchy: Q (layer 0) planned steps 1 and 2 (layer 1); 2 depends on 1 and feeds Q.
+    let ids: Vec<&str> = trace.nodes.iter().map(|n| n.id.as_str()).collect();
+    assert_eq!(ids, vec!["Q", "1", "2"]);
+    let root = trace.node("Q").expect("root");
+    assert_eq!(
+        (root.depth, root.decision, root.children.clone()),
+        (0, Decision::Decomposed, vec!["1".into(), "2".into()])
+    );
+    let (one, two) = (trace.node("1").expect("1"), trace.node("2").expect("2"));
+    assert_eq!((one.depth, one.decomposes.as_deref()), (1, Some("Q")));
+    assert_eq!(two.parents, vec!["1".to_string()]);
+    assert_eq!(two.rewritten.as_deref(), Some("Where was Steven Spielberg born?"));
+    let edges: Vec<(&str, &str)> = trace.edges.iter().map(|e| (e.from.as_str(), e.to.as_str())).collect();
+    assert_eq!(edges, vec![("1", "2"), ("2", "Q")]);
+    assert_eq!(extra(&trace, "2", &["layer"]), 1);
+    assert_eq!(extra(&trace, "Q", &["plan", "edges_from"]), "formalize");
+    assert_eq!(extra(&trace, "Q", &["plan", "edges"]), &serde_json::json!([[1, 2]]));
+
+    // STOP: step 1's one-step plan repeats its question (Jaccard 1 ≥ 0.6); step 2 planned nothing.
+    assert_eq!(extra(&trace, "1", &["stop", "reason"]), "single_step");
+    assert_eq!(extra(&trace, "1", &["stop", "detail", "method"]), "jaccard");
+    assert_eq!((one.decision, one.answer.as_deref()), (Decision::Retrieved, Some("Steven Spielberg")));
+    assert_eq!(extra(&trace, "2", &["stop", "reason"]), "no_steps");
+    assert!(trace.notes.iter().any(|n| n.starts_with("STOP similarity: jaccard")));
+
+    // The root's probe, by hand: samples 0 and 1 fully cited (ρ = 0.2 + 0.4 + 0.4 = 1), sample 2
+    // uncited, 3 without rationale, 4 citing a passage that does not exist (ρ = 0.2 each).
+    let samples = extra(&trace, "Q", &["probe", "samples"]).as_array().expect("samples");
+    let rho: Vec<f64> = samples.iter().map(|s| s["rho"].as_f64().unwrap_or(-1.0)).collect();
+    assert!(rho.iter().zip([1.0, 1.0, 0.2, 0.2, 0.2]).all(|(a, b)| close(*a, b)), "{rho:?}");
+    assert_eq!(samples[0]["rec"], 1.0);
+    assert_eq!(samples[4]["statements"][0]["dangling"], serde_json::json!([7]));
+    let votes = extra(&trace, "Q", &["probe", "votes"]).as_array().expect("votes");
+    assert_eq!(votes[0]["normalized"], "cincinnati");
+    assert!(close(votes[0]["weight"].as_f64().unwrap_or(0.0), 2.2));
+    assert!(close(votes[1]["weight"].as_f64().unwrap_or(0.0), 0.4));
+    let ci = extra(&trace, "Q", &["probe", "confidence"]).as_f64().unwrap_or(0.0);
+    assert!(close(ci, 2.2 / 2.6));
+    assert_eq!(extra(&trace, "1", &["probe", "confidence"]), 1.0, "unanimous");
+    assert!(rules(&trace).contains(&"dangling_citation"));
+    assert!(rules(&trace).contains(&"no_steps"));
+
+    // σ history: the root retrieved p1 (2 shared words) then p0 (1) → σ0 = 1, 0.5; both are cited
+    // by both good thoughts → ν̄ = 1; σ1 = 0.2·σ0 + 0.55 + 0.25·CI.
+    let history = trace.extra["sigma_history"].as_array().expect("history");
+    let entry = |node: &str, stage: &str, passage: &str| {
+        history
+            .iter()
+            .find(|h| h["node"] == node && h["stage"] == stage && h["passage"] == passage)
+            .and_then(|h| h["sigma"].as_f64())
+    };
+    assert_eq!(entry("Q", "retrieved", "p1"), Some(1.0));
+    assert_eq!(entry("Q", "retrieved", "p0"), Some(0.5));
+    assert!(close(entry("Q", "probe", "p1").unwrap_or(0.0), 0.2 + 0.55 + 0.25 * ci));
+    assert!(close(entry("Q", "probe", "p0").unwrap_or(0.0), 0.1 + 0.55 + 0.25 * ci));
+    assert!(entry("Q", "infer", "p1").is_some(), "infer updates the passages it used");
+    assert!(entry("Q", "retrieved", "p2").is_none(), "the shark passage shares no word with the question");
+    let ranked = extra(&trace, "Q", &["infer", "ranked"]).as_array().expect("ranked");
+    assert_eq!(ranked.len(), 2, "two distinct passages were collected under Q");
+    assert!(ranked[0]["sigma"].as_f64() >= ranked[1]["sigma"].as_f64());
+
+    // Stats: judgements are cached across nodes (the steps' claims repeat the root's).
+    assert_eq!(trace.stats.nli_calls, 4);
+    assert_eq!(trace.extra["nli_calls"], 4);
+    assert_eq!(trace.stats.retrieval_rounds, 3);
+    // probe, plan, reflect, formalize (Q); probe, plan (1); rewrite, probe, plan (2); infer (Q).
+    assert_eq!(trace.stats.llm_calls, 10);
+    let sampled: Vec<u32> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LlmCall { purpose, n, .. } if purpose == "probe" || purpose == "infer" => Some(*n),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sampled, vec![5, 5, 5, 5], "m samples in one request per Probe/Infer");
+}
+
+#[tokio::test]
+async fn alpha_only_reduces_to_self_consistency() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_with(serde_json::json!({ "alpha": 1.0, "beta": 0.0, "gamma": 0.0, "max_depth": 0 }), &ctx).await;
+    let votes = extra(&trace, "Q", &["probe", "votes"]).as_array().expect("votes");
+    assert_eq!(votes[0]["weight"], 3.0);
+    assert_eq!(votes[1]["weight"], 2.0);
+    assert!(close(extra(&trace, "Q", &["probe", "confidence"]).as_f64().unwrap_or(0.0), 0.6));
+    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "max_depth");
+    assert_eq!(trace.nodes.len(), 1, "max_depth 0 answers from the probe alone");
+    assert_eq!(trace.stats.llm_calls, 1);
+}
+
+#[tokio::test]
+async fn independent_steps_run_concurrently() {
+    let llm = ScriptedLlm::new()
+        .on_fn(PLAN, |_, _| "Step 1: Who directed Jaws?\nStep 2: Who is Steven Spielberg?\nNo dependencies.".into())
+        .on(REFLECT, "No dependencies.")
+        .on_fn("", scenario)
+        .latency(Duration::from_millis(40));
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_with(serde_json::json!({ "max_depth": 1, "samples": 2 }), &ctx).await;
+    let probe_span = |node: &str| {
+        trace
+            .events
+            .iter()
+            .find(|e| {
+                e.node_id.as_deref() == Some(node)
+                    && matches!(&e.kind, EventKind::LlmCall { purpose, .. } if purpose == "probe")
+            })
+            .map(|e| (e.start_ms, e.end_ms))
+            .unwrap_or_else(|| panic!("probe of {node}"))
+    };
+    let ((s1, e1), (s2, e2)) = (probe_span("1"), probe_span("2"));
+    assert!(s1 < e2 && s2 < e1, "independent steps overlap: {s1}..{e1} and {s2}..{e2}");
+    assert!(
+        !trace.events.iter().any(|e| matches!(&e.kind, EventKind::LlmCall { purpose, .. } if purpose == "formalize")),
+        "an explicit \"no dependencies\" needs no formalising"
+    );
+    assert!(trace.edges.iter().all(|e| e.to == "Q"), "both steps feed the question");
+    assert!(trace.node("2").is_some_and(|n| n.rewritten.is_none() && n.parents.is_empty()));
+}
+
+#[tokio::test]
+async fn bad_plans_are_repaired_and_recorded() {
+    // Step 1 claims to depend on the later Step 2; the reflection is unreadable; the formal edge
+    // points backwards; nothing panics and both steps are still searched.
+    let llm = ScriptedLlm::new()
+        .on(PLAN, "Step 1: Who directed Jaws?\nStep 2: Who is Steven Spielberg?\nStep 1 depends on Step 2.")
+        .on(REFLECT, "Hmm, hard to say.")
+        .on(FORMALIZE, "Step 2 -> Step 1\nStep 1 -> Step 1")
+        .on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_with(serde_json::json!({ "max_depth": 1 }), &ctx).await;
+    let r = rules(&trace);
+    for rule in ["unreadable_dependencies", "drop_forward_dependency", "drop_self_dependency"] {
+        assert!(r.contains(&rule), "{rule} missing from {r:?}");
+    }
+    assert_eq!(extra(&trace, "Q", &["plan", "edges"]), &serde_json::json!([]));
+    assert!(trace.node("1").is_some_and(|n| n.answer.is_some()) && trace.node("2").is_some_and(|n| n.answer.is_some()));
+
+    // Unparseable dependency text everywhere (and no formalising): independent steps, recorded.
+    let llm = ScriptedLlm::new()
+        .on(PLAN, "Step 1: Who directed Jaws?\nStep 2: Who is Steven Spielberg?\nThe second needs the first.")
+        .on(REFLECT, "The second needs the first.")
+        .on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_with(serde_json::json!({ "max_depth": 1, "formalize": false }), &ctx).await;
+    assert!(rules(&trace).contains(&"no_dependencies_read"), "{:?}", rules(&trace));
+    assert_eq!(trace.answer, "Cincinnati");
+}
+
+#[tokio::test]
+async fn the_llm_judge_is_used_without_an_nli_backend() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, None);
+    let trace = answer_with(serde_json::json!({ "max_depth": 0 }), &ctx).await;
+    let judge_calls = trace
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::LlmCall { purpose, .. } if purpose == "nli_judge"))
+        .count() as u64;
+    assert_eq!(judge_calls, 2, "two distinct (premise, claim) pairs");
+    assert_eq!(trace.stats.nli_calls, 2);
+    assert!(trace.extra["nli"].as_str().is_some_and(|n| n.starts_with("llm-judge:")));
+}
+
+#[tokio::test]
+async fn no_expansion_budget_answers_from_the_probe() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli))).with_budget(Budget { r_max: 0, ..Budget::default() });
+    let trace = answer_with(serde_json::json!({}), &ctx).await;
+    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "r_max");
+    assert_eq!((trace.stats.llm_calls, trace.nodes.len()), (1, 1));
+    assert_eq!(trace.answer, "Cincinnati");
+}
+
+#[tokio::test]
+async fn a_budget_cut_degrades_to_the_probe_answer() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli))).with_budget(Budget { max_llm_calls: 2, ..Budget::default() });
+    let trace = answer_with(serde_json::json!({}), &ctx).await;
+    assert_eq!(trace.answer, "Cincinnati", "the probe's vote stands");
+    assert!(trace.best_effort);
+    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "plan_failed");
+}
+
+struct FixedEmbedder;
+
+#[async_trait]
+impl Embedder for FixedEmbedder {
+    fn model_id(&self) -> &str {
+        "fixed"
+    }
+    fn dim(&self) -> usize {
+        2
+    }
+    /// Questions about Jaws point one way, everything else the other.
+    async fn embed(&self, texts: &[String]) -> hopwise_core::Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| if t.contains("Jaws") { vec![1.0, 0.0] } else { vec![0.0, 1.0] }).collect())
+    }
+}
+
+#[tokio::test]
+async fn stop_uses_the_embedder_when_there_is_one() {
+    // The root plans a single step that embeds exactly like the question: STOP at once.
+    let llm =
+        ScriptedLlm::new().on(PLAN, "Step 1: Who was the director of Jaws, and where was he born?").on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli))).with_embedder(Some(Arc::new(FixedEmbedder)));
+    let trace = answer_with(serde_json::json!({}), &ctx).await;
+    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "single_step");
+    assert_eq!(extra(&trace, "Q", &["stop", "detail", "method"]), "embedding:fixed");
+    assert_eq!(extra(&trace, "Q", &["stop", "detail", "similarity"]), 1.0);
+    assert!(trace.notes.iter().any(|n| n.starts_with("STOP similarity: embedding:fixed")));
+    assert_eq!(trace.nodes.len(), 1);
+}
+
+#[tokio::test]
+async fn demonstrations_are_selected_into_the_prompts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pool.jsonl");
+    let pool = [
+        r#"{"question": "Where was the director of Alien born?", "rationale": "Ridley Scott directed Alien [1].", "answer": "South Shields", "steps": ["Who directed Alien?", "Where was he born?"]}"#,
+        r#"{"question": "Is Paris in France?", "rationale": "Paris is in France [1].", "answer": "yes"}"#,
+    ]
+    .join("\n");
+    std::fs::write(&path, pool).expect("write pool");
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let opts = serde_json::json!({ "demonstrations": path, "demo_count": 1, "max_depth": 1 });
+    let trace = answer_with(opts, &ctx).await;
+    let calls = llm.calls();
+    let probe = calls.iter().find(|c| c.contains(PROBE)).expect("probe prompt");
+    assert!(probe.contains("Solved examples:") && probe.contains("director of Alien"), "nearest example shown");
+    assert!(!probe.contains("Is Paris in France?"), "only demo_count examples");
+    let plan = calls.iter().find(|c| c.contains(PLAN)).expect("plan prompt");
+    assert!(plan.contains("Step 2: Where was he born?"));
+    assert!(trace.notes.iter().any(|n| n.contains("word overlap")), "no embedder: lexical kNN, noted");
+    assert_eq!(trace.extra["demonstrations"]["pool"], 2);
+
+    assert!(build("hgot", &options(serde_json::json!({ "demonstrations": dir.path().join("missing.jsonl") }))).is_err());
+    assert!(build("hgot", &options(serde_json::json!({ "samples": 0 }))).is_err());
+}
+
+#[tokio::test]
+async fn separate_sampling_sends_one_request_per_sample() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_with(serde_json::json!({ "max_depth": 0, "shared_sampling": false }), &ctx).await;
+    let probes: Vec<u32> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LlmCall { purpose, n, .. } if purpose == "probe" => Some(*n),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(probes, vec![1, 1, 1, 1, 1]);
+    // Same samples (the script answers by sample index 0 each time), so all five agree.
+    assert_eq!(extra(&trace, "Q", &["probe", "confidence"]), 1.0);
+    assert_eq!(trace.answer, "Cincinnati");
+}

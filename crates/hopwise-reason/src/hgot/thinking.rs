@@ -1,0 +1,251 @@
+//! PROBE and the weighted self-consistency shared by Probe and Infer: `m` thoughts in one request,
+//! citation scoring, the vote, and the σ updates.
+
+use hopwise_core::{GenParams, Passage, Repair};
+use serde_json::{json, Value};
+
+use super::citations::{parse_thought, score_citations, CitationScore, Thought};
+use super::vote::{
+    initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote,
+};
+use super::{set_extra, Outcome, Run, ScoredPassage};
+use crate::ctx::format_passages;
+use crate::error::{ReasonError, Result};
+
+/// Longest thought, in tokens.
+const THOUGHT_MAX_TOKENS: u32 = 256;
+
+/// One scored sample.
+pub(super) struct Sample {
+    pub raw: String,
+    pub thought: Thought,
+    pub citations: CitationScore,
+    pub rho: f64,
+}
+
+/// The samples of one Probe or Infer and their vote.
+pub(super) struct Deliberation {
+    pub samples: Vec<Sample>,
+    pub vote: Vote,
+    /// ν̄ per passage of the prompt, in prompt order.
+    pub nu_bar: Vec<f64>,
+}
+
+impl Deliberation {
+    /// The rationale of the heaviest sample that gave the winning answer.
+    pub fn best_rationale(&self) -> Option<String> {
+        let winner = self.vote.table.first()?;
+        winner
+            .samples
+            .iter()
+            .filter_map(|&i| self.samples.get(i))
+            .max_by(|a, b| a.rho.total_cmp(&b.rho))
+            .map(|s| s.thought.rationale.clone())
+            .filter(|r| !r.is_empty())
+    }
+
+    pub fn to_json(&self, passages: &[Passage]) -> Value {
+        let samples: Vec<Value> = self
+            .samples
+            .iter()
+            .map(|s| {
+                json!({
+                    "thought": s.thought.rationale,
+                    "answer": s.thought.answer,
+                    "rec": s.citations.recall,
+                    "prec": s.citations.precision,
+                    "rho": s.rho,
+                    "statements": s.citations.statements,
+                    "raw": s.raw,
+                })
+            })
+            .collect();
+        let nu_bar: serde_json::Map<String, Value> =
+            passages.iter().zip(&self.nu_bar).map(|(p, v)| (p.id.clone(), json!(v))).collect();
+        json!({
+            "samples": samples,
+            "votes": self.vote.table,
+            "answer": self.vote.answer,
+            "confidence": self.vote.confidence,
+            "unweighted": self.vote.unweighted,
+            "nu_bar": nu_bar,
+        })
+    }
+}
+
+impl Run<'_> {
+    /// `m` thoughts for `prompt` (temperature > 0; one request with `n = m` unless
+    /// `shared_sampling` is off), each scored by its citations; then the weighted vote and ν̄.
+    pub(super) async fn deliberate(
+        &self,
+        purpose: &str,
+        node: &str,
+        prompt: String,
+        passages: &[Passage],
+    ) -> Result<Deliberation> {
+        let opts = &self.hgot.opts;
+        let texts = if opts.shared_sampling {
+            self.shared_samples(purpose, node, &prompt).await?
+        } else {
+            self.separate_samples(purpose, node, &prompt).await?
+        };
+        if texts.len() < opts.samples as usize {
+            self.ctx.rec.note(format!("node {node}: {purpose} got {} of {} samples", texts.len(), opts.samples));
+        }
+        let mut samples = Vec::with_capacity(texts.len());
+        for (i, raw) in texts.into_iter().enumerate() {
+            let thought = parse_thought(&raw);
+            let citations = score_citations(&thought.rationale, passages, &self.judge, opts.uncited_entailment).await;
+            let dangling: Vec<usize> = citations.statements.iter().flat_map(|s| s.dangling.iter().copied()).collect();
+            if !dangling.is_empty() {
+                self.ctx.rec.repair(Repair {
+                    stage: Self::stage(purpose, node),
+                    rule: "dangling_citation".into(),
+                    detail: format!(
+                        "sample {i} cites {dangling:?} but only passages 1..{} exist; those statements count as unsupported",
+                        passages.len()
+                    ),
+                });
+            }
+            let rho = thought_quality(opts.alpha, opts.beta, opts.gamma, citations.recall, citations.precision);
+            samples.push(Sample { raw, thought, citations, rho });
+        }
+        let answers: Vec<String> = samples.iter().map(|s| s.thought.answer.clone()).collect();
+        let rho: Vec<f64> = samples.iter().map(|s| s.rho).collect();
+        let vote = weighted_vote(&answers, &rho);
+        let support: Vec<Vec<u32>> = samples.iter().map(|s| s.citations.support.clone()).collect();
+        let nu_bar = normalize_support(&passage_support(&support, &rho, passages.len()));
+        Ok(Deliberation { samples, vote, nu_bar })
+    }
+
+    fn sample_params(&self, n: u32, offset: u64) -> GenParams {
+        let opts = &self.hgot.opts;
+        GenParams {
+            n,
+            temperature: opts.temperature,
+            top_p: 1.0,
+            max_tokens: THOUGHT_MAX_TOKENS,
+            // A different seed per request, so a seeded backend does not repeat itself.
+            seed: self.ctx.params.seed.map(|s| s.wrapping_add(offset)),
+            ..self.ctx.params.clone()
+        }
+    }
+
+    /// One request with `n = m`, topped up once when the backend returns fewer choices.
+    async fn shared_samples(&self, purpose: &str, node: &str, prompt: &str) -> Result<Vec<String>> {
+        let m = self.hgot.opts.samples;
+        let mut texts: Vec<String> = Vec::with_capacity(m as usize);
+        for attempt in 0..2u64 {
+            let missing = m.saturating_sub(texts.len() as u32);
+            if missing == 0 {
+                break;
+            }
+            match self.ctx.chat(purpose, Some(node), prompt.to_string(), self.sample_params(missing, attempt)).await {
+                Ok(reply) => texts.extend(reply.choices.iter().take(missing as usize).map(|c| c.text.clone())),
+                Err(e) if attempt == 0 => return Err(e),
+                Err(e) => {
+                    self.ctx.rec.note(format!("node {node}: topping up the {purpose} samples failed ({e})"));
+                    break;
+                }
+            }
+        }
+        Ok(texts)
+    }
+
+    /// `m` concurrent requests with `n = 1`; fails only when every request fails.
+    async fn separate_samples(&self, purpose: &str, node: &str, prompt: &str) -> Result<Vec<String>> {
+        let m = self.hgot.opts.samples;
+        let requests =
+            (0..m).map(|i| self.ctx.chat(purpose, Some(node), prompt.to_string(), self.sample_params(1, u64::from(i))));
+        let mut texts = Vec::with_capacity(m as usize);
+        let mut last_error = None;
+        for reply in futures::future::join_all(requests).await {
+            match reply {
+                Ok(r) => texts.extend(r.choices.first().map(|c| c.text.clone())),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        match last_error {
+            Some(e) if texts.is_empty() => Err(e),
+            _ => Ok(texts),
+        }
+    }
+
+    /// Applies `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]` to `passages` (in prompt order) and logs each.
+    pub(super) fn update_sigma(
+        &self,
+        node: &str,
+        stage: &str,
+        passages: &mut [ScoredPassage],
+        nu_bar: &[f64],
+        ci: f64,
+    ) {
+        let w = self.hgot.opts.w;
+        let mut entries = Vec::with_capacity(passages.len());
+        for (p, nb) in passages.iter_mut().zip(nu_bar) {
+            let before = p.sigma;
+            p.sigma = update_sigma(w, before, *nb, ci);
+            entries.push(json!({
+                "node": node, "stage": stage, "passage": p.passage.id,
+                "sigma_before": before, "nu_bar": nb, "ci": ci, "sigma": p.sigma,
+            }));
+        }
+        if let Ok(mut h) = self.sigma_history.lock() {
+            h.extend(entries);
+        }
+    }
+
+    fn log_initial(&self, node: &str, passages: &[ScoredPassage]) {
+        let entries = passages.iter().map(|p| {
+            json!({ "node": node, "stage": "retrieved", "passage": p.passage.id,
+                    "engine_score": p.passage.score, "sigma": p.sigma })
+        });
+        if let Ok(mut h) = self.sigma_history.lock() {
+            h.extend(entries);
+        }
+    }
+
+    /// PROBE: retrieve for `question`, sample cited thoughts, vote, update σ. A failed retrieval
+    /// is noted and the thoughts are written without passages.
+    pub(super) async fn probe(&self, question: &str, id: &str) -> Result<Outcome> {
+        let passages = match self.ctx.retrieve(Some(id), question, self.ctx.k).await {
+            Ok(p) => p,
+            Err(ReasonError::Core(e)) => {
+                self.ctx.rec.note(format!("node {id}: retrieval failed ({e}); probing without passages"));
+                Vec::new()
+            }
+            Err(e) => return Err(e),
+        };
+        let raw_scores: Vec<f32> = passages.iter().map(|p| p.score).collect();
+        let mut scored: Vec<ScoredPassage> = passages
+            .iter()
+            .cloned()
+            .zip(initial_scores(&raw_scores))
+            .map(|(passage, sigma)| ScoredPassage { passage, sigma })
+            .collect();
+        self.log_initial(id, &scored);
+        let ps = passages.clone();
+        self.ctx.rec.update_node(id, |n| n.passages = ps);
+
+        let demos = self.thought_demos(question).await;
+        let prompt = self.ctx.render(
+            "hgot_probe",
+            &[("demonstrations", &demos), ("passages", &format_passages(&passages)), ("question", question)],
+        )?;
+        let thought = self.deliberate("probe", id, prompt, &passages).await?;
+        self.update_sigma(id, "probe", &mut scored, &thought.nu_bar, thought.vote.confidence);
+        let record = thought.to_json(&passages);
+        let answer = thought.vote.answer.clone();
+        let a = answer.clone();
+        self.ctx.rec.update_node(id, |n| {
+            set_extra(n, "probe", record);
+            n.answer = Some(a);
+        });
+        Ok(Outcome {
+            answer,
+            confidence: thought.vote.confidence,
+            passages: scored,
+            rationale: thought.best_rationale(),
+        })
+    }
+}
