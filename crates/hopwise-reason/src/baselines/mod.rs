@@ -16,7 +16,7 @@ use crate::ctx::Ctx;
 
 /// Markers after which a model states its final answer, most specific first.
 const ANSWER_MARKERS: &[&str] =
-    &["so the final answer is", "the final answer is", "final answer", "the answer is", "answer"];
+    &["so the final answer is", "the final answer is", "final answer", "the answer is", "answer is", "answer"];
 
 /// Extracts the short final answer from a model reply.
 ///
@@ -28,7 +28,8 @@ pub fn parse_final_answer(reply: &str) -> String {
     let lines: Vec<&str> = reply.lines().map(str::trim).collect();
     for (i, line) in lines.iter().enumerate().rev() {
         let plain = strip_emphasis(line);
-        let lower = plain.to_lowercase();
+        // ASCII lower-casing keeps byte offsets, so positions found in `lower` are valid in `plain`.
+        let lower = plain.to_ascii_lowercase();
         for marker in ANSWER_MARKERS {
             let Some(pos) = lower.rfind(marker) else {
                 continue;
@@ -36,8 +37,7 @@ pub fn parse_final_answer(reply: &str) -> String {
             // "answer" must be a label ("Answer:" / "answer is"), not a word inside prose.
             let after = &plain[pos + marker.len()..];
             let after_trim = after.trim_start();
-            let labelled =
-                after_trim.starts_with(':') || marker.ends_with(" is") || *marker == "so the final answer is";
+            let labelled = after_trim.starts_with(':') || marker.ends_with(" is");
             if !labelled {
                 continue;
             }
@@ -65,7 +65,7 @@ fn strip_emphasis(s: &str) -> String {
 fn clean_answer(s: &str) -> String {
     let s = s.trim();
     // A reason given on the same line ("X. Reason: …") is not part of the answer.
-    let s = match s.to_lowercase().find("reason:") {
+    let s = match s.to_ascii_lowercase().find("reason:") {
         Some(pos) => s[..pos].trim(),
         None => s,
     };
@@ -194,6 +194,13 @@ mod tests {
         assert_eq!(parse_final_answer("The answer depends.\nLondon"), "London", "unlabelled 'answer' is prose");
         assert_eq!(parse_final_answer(""), "");
         assert_eq!(parse_final_answer("Answer: \"Yes\""), "Yes");
+        assert_eq!(
+            parse_final_answer("4. Compare.\n5. The short answer is: Love In A Fallen City"),
+            "Love In A Fallen City"
+        );
+        // Characters whose lower case has another byte length must not shift the cut.
+        assert_eq!(parse_final_answer("İİİ answer: Ünïcode Ⅻ"), "Ünïcode Ⅻ");
+        assert_eq!(parse_final_answer("ẞẞ Answer: X. REASON: y"), "X");
     }
 
     #[test]
@@ -204,5 +211,20 @@ mod tests {
         assert_eq!(q, vec!["Who is A?", "Where is B?"]);
         assert_eq!(parse_numbered_list("1. a\n2. b\n3. c", 2).len(), 2);
         assert!(parse_numbered_list("1999 was a year", 6).is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parsers_never_panic(reply in "\\PC{0,200}") {
+            let _ = parse_final_answer(&reply);
+            let _ = parse_numbered_list(&reply, 6);
+            let _ = super::self_ask::parse_self_ask_step(&reply);
+        }
+
+        #[test]
+        fn a_labelled_answer_line_is_found(answer in "[A-Za-z][A-Za-z0-9 ]{0,30}[A-Za-z0-9]", prose in "[a-z ,]{0,80}") {
+            let reply = format!("{prose}\nAnswer: {answer}");
+            proptest::prop_assert_eq!(parse_final_answer(&reply), answer.trim().to_string());
+        }
     }
 }

@@ -56,7 +56,7 @@ pub enum SelfAskStep {
 pub fn parse_self_ask_step(reply: &str) -> SelfAskStep {
     for (i, line) in reply.lines().enumerate() {
         let plain = line.trim().replace("**", "");
-        let lower = plain.to_lowercase();
+        let lower = plain.to_ascii_lowercase(); // keeps byte offsets valid in `plain`
         if lower.contains("final answer") {
             let rest: Vec<&str> = reply.lines().skip(i).collect();
             let answer = parse_final_answer(&rest.join("\n"));
@@ -280,5 +280,6 @@ mod tests {
         );
         assert_eq!(parse_self_ask_step("**Follow-up:** Where?"), SelfAskStep::FollowUp("Where?".into()));
         assert_eq!(parse_self_ask_step("I do not know"), SelfAskStep::Unclear);
+        assert_eq!(parse_self_ask_step("\u{212A}ollow up: x"), SelfAskStep::Unclear, "no panic on odd case mappings");
     }
 }
