@@ -1,7 +1,7 @@
 //! Embedding throughput of the in-process all-MiniLM-L6-v2 encoder.
 //!
 //! cargo run --release -p hopwise-embed --example embed_bench -- [--threads 2] [--n 2000]
-//!     [--batch-tokens 2048] [--corpus ../shared/data/hotpotqa_corpus.jsonl]
+//!     [--batch-tokens 4096] [--corpus ../shared/data/hotpotqa_corpus.jsonl]
 //!
 //! Embeds the `text` of the first `n` paragraphs of the corpus (one warm-up pass over 64 first), then
 //! times single short queries.
@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let threads: usize = arg(&args, "--threads").map(|s| s.parse()).transpose()?.unwrap_or(2);
     let n: usize = arg(&args, "--n").map(|s| s.parse()).transpose()?.unwrap_or(2000);
-    let batch_tokens: usize = arg(&args, "--batch-tokens").map(|s| s.parse()).transpose()?.unwrap_or(2048);
+    let batch_tokens: usize = arg(&args, "--batch-tokens").map(|s| s.parse()).transpose()?.unwrap_or(4096);
     let corpus = PathBuf::from(arg(&args, "--corpus").unwrap_or_else(|| "../shared/data/hotpotqa_corpus.jsonl".into()));
 
     let home = std::env::var_os("HOPWISE_HOME")
