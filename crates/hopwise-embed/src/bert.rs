@@ -49,7 +49,7 @@ impl BertConfig {
         if config.position_embedding_type != "absolute" {
             return Err(bad(format!("position_embedding_type `{}` is not supported", config.position_embedding_type)));
         }
-        if config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
+        if config.hidden_size.checked_rem(config.num_attention_heads) != Some(0) {
             return Err(bad("hidden_size is not a multiple of num_attention_heads".into()));
         }
         if config.type_vocab_size == 0 || config.max_position_embeddings == 0 {

@@ -116,10 +116,11 @@ pub fn gelu(x: &mut [f32]) {
     }
 }
 
-/// erf with absolute error below 1.2e-7 (Numerical Recipes' erfc Chebyshev fit), evaluated in f64
-/// so the fit, not rounding, bounds the error.
+/// erf from Numerical Recipes' erfc Chebyshev fit (fit error below 1.2e-7), evaluated in f32: the
+/// f64 version spent 14% of encoder time in `exp`, and f32 rounding keeps the error within 3e-7.
+// The fit's published coefficients are kept verbatim; rounding them to f32 is intended.
+#[allow(clippy::excessive_precision)]
 pub fn erf(x: f32) -> f32 {
-    let x = f64::from(x);
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
     let poly = -z * z - 1.265_512_23
@@ -130,7 +131,11 @@ pub fn erf(x: f32) -> f32 {
                         + t * (0.278_868_07
                             + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let erfc = t * poly.exp();
-    (if x >= 0.0 { 1.0 - erfc } else { erfc - 1.0 }) as f32
+    if x >= 0.0 {
+        1.0 - erfc
+    } else {
+        erfc - 1.0
+    }
 }
 
 /// Scales `v` to unit L2 norm; a zero vector stays zero.
@@ -185,10 +190,11 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::excessive_precision)]
     fn erf_matches_known_values() {
         for (x, want) in [(0.0, 0.0), (0.5, 0.520_499_9), (1.0, 0.842_700_8), (-2.0, -0.995_322_3), (4.0, 0.999_999_98)]
         {
-            assert!((erf(x) - want).abs() < 2e-7, "erf({x}) = {}", erf(x));
+            assert!((erf(x) - want).abs() < 3e-7, "erf({x}) = {}", erf(x));
         }
     }
 

@@ -33,7 +33,7 @@ impl Default for MiniLmOptions {
     fn default() -> Self {
         Self {
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            batch_tokens: 2048,
+            batch_tokens: 4096,
             max_tokens: MINILM_MAX_TOKENS,
         }
     }

@@ -42,6 +42,8 @@ async fn vectors_match_sentence_transformers() {
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-5, "norm {norm}");
         let cos = cosine(v, &item.vector);
+        let max_diff = v.iter().zip(&item.vector).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        eprintln!("{} tokens: cosine {cos:.8}, max |diff| {max_diff:.2e}", item.tokens);
         assert!(cos >= 0.999, "cosine {cos} for {:?}", item.text);
     }
     assert!(fixture.items.iter().any(|i| i.tokens == MINILM_MAX_TOKENS), "fixture covers truncation");
