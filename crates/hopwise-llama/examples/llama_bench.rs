@@ -1,10 +1,11 @@
 //! Throughput of the in-process backend.
 //!
-//! cargo run --release -p hopwise-llama --example llama_bench -- [MODEL] [THREADS]
+//! cargo run --release -p hopwise-llama --example llama_bench -- [MODEL] [THREADS] [quick]
 //!
 //! MODEL is a registry name or a GGUF path (default qwen2.5-0.5b, which must be installed); THREADS
 //! defaults to 2. Prints prompt and decode tokens/s, n = 10 shared-prompt sampling against 10 separate
-//! calls, 2 concurrent requests against sequential ones (batched and queued), load time and peak RSS.
+//! calls, 2 concurrent requests against sequential ones (batched and queued), load time and peak RSS;
+//! `quick` stops after the prompt and decode rates.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|value| value.parse())
         .transpose()?
         .unwrap_or(2);
+    let quick = args.next().as_deref() == Some("quick");
     let path = ensure_model(&model, &default_home(), &mut |_| {})?;
     println!(
         "model: {model} ({})\nthreads: {threads}\nload average at start: {}\n",
@@ -58,6 +60,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let steps = generation.timing.decode_steps;
     let decode_rate = rate(steps, generation.timing.decode_time);
     println!("| decode (1 sequence, {steps} steps) | {decode_rate:.1} tok/s |");
+    if quick {
+        println!("| peak RSS (VmHWM) | {} |", peak_rss());
+        println!("\nload average at end: {}", load_average());
+        return Ok(());
+    }
 
     // Self-consistency: n = 10 from one prompt evaluation vs 10 separate calls with the same seeds.
     let question_prompt = filler_prompt(&llm, 300)?

@@ -153,6 +153,22 @@ impl LocalLlm {
         })
     }
 
+    /// Resolves a registry name or a GGUF path with [`crate::ensure_model`] (fetching a named model
+    /// that is not installed yet under `home`), then loads it. Named models are called `local:<name>`.
+    pub fn open(
+        name_or_path: &str,
+        home: &Path,
+        config: LocalConfig,
+        progress: &mut dyn FnMut(&crate::SetupEvent),
+    ) -> Result<Self> {
+        let path = crate::ensure_model(name_or_path, home, progress)?;
+        let llm = Self::load(path, config)?;
+        Ok(match crate::registry::find(name_or_path) {
+            Some(known) => llm.with_name(format!("local:{}", known.name)),
+            None => llm,
+        })
+    }
+
     /// Overrides the name shown in traces (e.g. `local:qwen2.5-0.5b`).
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();

@@ -306,6 +306,14 @@ async fn bad_inputs_give_clear_errors() {
     assert!(err.to_string().contains("qwen2.5-0.5b"), "{err}");
 
     // A name that is installed resolves without fetching anything.
-    let path = ensure_model(TEST_MODEL, &default_home(), &mut |_| {}).unwrap();
+    let mut events = Vec::new();
+    let path = ensure_model(TEST_MODEL, &default_home(), &mut |event| {
+        events.push(event.clone())
+    })
+    .unwrap();
     assert_eq!(path, model_path());
+    assert_eq!(
+        events,
+        vec![hopwise_llama::SetupEvent::AlreadyInstalled { path }]
+    );
 }
