@@ -69,7 +69,8 @@ fn render_node(trace: &Trace, id: &str, level: usize, out: &mut String) {
     let flag = if node.best_effort { " (best effort)" } else { "" };
     let _ = writeln!(out, "{pad}      {} -> {answer}{flag}", decision_label(node.decision));
     if !node.passages.is_empty() {
-        let titles: Vec<&str> = node.passages.iter().map(|p| if p.title.is_empty() { p.id.as_str() } else { p.title.as_str() }).collect();
+        let titles: Vec<&str> =
+            node.passages.iter().map(|p| if p.title.is_empty() { p.id.as_str() } else { p.title.as_str() }).collect();
         let _ = writeln!(out, "{pad}      evidence: {}", titles.join("; "));
     }
     for child in &node.children {

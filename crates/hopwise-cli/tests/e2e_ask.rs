@@ -69,7 +69,8 @@ async fn toqd_answers_a_hotpotqa_question_over_http_and_bm25() {
 
     let server = MockOpenAiServer::start(Arc::new(toqd_model())).await.expect("mock server");
     let mut cmd = hopwise();
-    cmd.args(["ask", QUESTION, "--json", "--base-url", &server.base_url(), "--model", "scripted", "--index"]).arg(&index);
+    cmd.args(["ask", QUESTION, "--json", "--base-url", &server.base_url(), "--model", "scripted", "--index"])
+        .arg(&index);
     let out = output(cmd).await;
     assert!(out.status.success(), "ask failed: {}", String::from_utf8_lossy(&out.stderr));
     let trace: Trace = serde_json::from_slice(&out.stdout).expect("stdout is exactly the trace");

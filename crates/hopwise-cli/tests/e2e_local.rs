@@ -10,7 +10,10 @@ use hopwise_core::{Decision, EventKind, Trace};
 
 fn hopwise() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
-    cmd.env_remove("HOPWISE_CONFIG").env_remove("HOPWISE_LLM").env_remove("HOPWISE_BASE_URL").env("HOPWISE_THREADS", "1");
+    cmd.env_remove("HOPWISE_CONFIG")
+        .env_remove("HOPWISE_LLM")
+        .env_remove("HOPWISE_BASE_URL")
+        .env("HOPWISE_THREADS", "1");
     cmd
 }
 
@@ -37,7 +40,10 @@ fn toqd_with_the_local_model_over_the_sample_index() {
         .output()
         .expect("ask");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("not installed"), "the test model is missing; run `hopwise setup --fetch qwen2.5-0.5b`: {stderr}");
+    assert!(
+        !stderr.contains("not installed"),
+        "the test model is missing; run `hopwise setup --fetch qwen2.5-0.5b`: {stderr}"
+    );
     assert!(out.status.success(), "{stderr}");
     let trace: Trace = serde_json::from_slice(&out.stdout).expect("stdout is the trace");
 
@@ -51,7 +57,10 @@ fn toqd_with_the_local_model_over_the_sample_index() {
         assert!(p.id.starts_with("hotpotqa-s") || p.id.starts_with("2wikimultihopqa-s"), "{}", p.id);
     }
     // The local backend honours grammars, so planning output was constrained.
-    let decompose_used_grammar = trace.events.iter().any(|e| matches!(&e.kind, EventKind::LlmCall { purpose, grammar: true, .. } if purpose == "decompose"));
+    let decompose_used_grammar = trace
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::LlmCall { purpose, grammar: true, .. } if purpose == "decompose"));
     assert!(decompose_used_grammar);
     assert!(trace.stats.prompt_tokens > 0 && trace.stats.completion_tokens > 0);
     assert!(trace.stats.llm_calls >= 3);

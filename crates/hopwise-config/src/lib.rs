@@ -82,7 +82,10 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         let mut llms = BTreeMap::new();
-        llms.insert("local".to_string(), LlmConfig::Local { model: default_model(), threads: None, context: default_context() });
+        llms.insert(
+            "local".to_string(),
+            LlmConfig::Local { model: default_model(), threads: None, context: default_context() },
+        );
         Self {
             home: None,
             llm: "local".into(),
@@ -138,7 +141,10 @@ impl Config {
     pub fn from_toml(src: &str) -> Result<Self> {
         let mut config: Config = toml::from_str(src).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         if !config.llms.contains_key("local") {
-            config.llms.insert("local".into(), LlmConfig::Local { model: default_model(), threads: None, context: default_context() });
+            config.llms.insert(
+                "local".into(),
+                LlmConfig::Local { model: default_model(), threads: None, context: default_context() },
+            );
         }
         config.validate()?;
         Ok(config)
@@ -149,7 +155,9 @@ impl Config {
     pub fn env_overrides() -> Result<Overrides> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let threads = match var("HOPWISE_THREADS") {
-            Some(t) => Some(t.parse().map_err(|_| ConfigError::Invalid(format!("HOPWISE_THREADS={t} is not a number")))?),
+            Some(t) => {
+                Some(t.parse().map_err(|_| ConfigError::Invalid(format!("HOPWISE_THREADS={t} is not a number")))?)
+            }
             None => None,
         };
         Ok(Overrides {
@@ -182,7 +190,9 @@ impl Config {
             self.llm = "cli".into();
         } else if let Some(m) = &o.model {
             match self.llms.get_mut(&self.llm) {
-                Some(LlmConfig::Local { model, .. }) | Some(LlmConfig::Openai(OpenAiConfig { model, .. })) => *model = m.clone(),
+                Some(LlmConfig::Local { model, .. }) | Some(LlmConfig::Openai(OpenAiConfig { model, .. })) => {
+                    *model = m.clone()
+                }
                 None => {}
             }
         }
@@ -209,7 +219,11 @@ impl Config {
     fn validate(&self) -> Result<()> {
         if !self.llms.contains_key(&self.llm) {
             let known: Vec<&str> = self.llms.keys().map(String::as_str).collect();
-            return Err(ConfigError::Invalid(format!("llm `{}` is not configured; configured: {}", self.llm, known.join(", "))));
+            return Err(ConfigError::Invalid(format!(
+                "llm `{}` is not configured; configured: {}",
+                self.llm,
+                known.join(", ")
+            )));
         }
         if self.k == 0 || self.k > 100 {
             return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
@@ -231,7 +245,11 @@ impl Config {
         // validate() guarantees presence; fall back to the default local model regardless.
         static FALLBACK: std::sync::OnceLock<LlmConfig> = std::sync::OnceLock::new();
         self.llms.get(&self.llm).unwrap_or_else(|| {
-            FALLBACK.get_or_init(|| LlmConfig::Local { model: default_model(), threads: None, context: default_context() })
+            FALLBACK.get_or_init(|| LlmConfig::Local {
+                model: default_model(),
+                threads: None,
+                context: default_context(),
+            })
         })
     }
 
@@ -300,7 +318,9 @@ mod tests {
         assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "other"));
         assert_eq!(c.k, 7);
         c.apply(&Overrides { base_url: Some("http://127.0.0.1:9/v1".into()), ..Default::default() }).expect("apply");
-        assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { base_url, .. }) if base_url.ends_with(":9/v1")));
+        assert!(
+            matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { base_url, .. }) if base_url.ends_with(":9/v1"))
+        );
     }
 
     #[test]

@@ -28,4 +28,3 @@ pub fn by_name(name: &str) -> Option<&'static str> {
         _ => None,
     }
 }
-

@@ -19,6 +19,4 @@ pub use llm::{ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm
 pub use nli::{Nli, NliLabel, NliVerdict};
 pub use prompts::Prompts;
 pub use retrieval::{Embedder, Passage, Retriever};
-pub use trace::{
-    Decision, Event, EventKind, GraphEdge, NodeId, NodeTrace, Recorder, Repair, Stats, Trace,
-};
+pub use trace::{Decision, Event, EventKind, GraphEdge, NodeId, NodeTrace, Recorder, Repair, Stats, Trace};

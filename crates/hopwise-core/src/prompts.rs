@@ -30,8 +30,8 @@ impl Default for Prompts {
 
 impl Prompts {
     fn from_toml(src: &str) -> Result<Self> {
-        let templates: BTreeMap<String, TemplateSpec> = toml::from_str(src)
-            .map_err(|e| Error::Template { name: "<file>".into(), message: e.to_string() })?;
+        let templates: BTreeMap<String, TemplateSpec> =
+            toml::from_str(src).map_err(|e| Error::Template { name: "<file>".into(), message: e.to_string() })?;
         let prompts = Self { templates };
         for (name, spec) in &prompts.templates {
             check_placeholders(name, &spec.text, &spec.vars)?;
@@ -118,7 +118,10 @@ fn walk<'a>(name: &str, text: &'a str, mut on: impl FnMut(Piece<'a>) -> Result<(
             on(Piece::Var(&tail[1..end]))?;
             rest = &tail[end + 1..];
         } else {
-            return Err(Error::Template { name: name.into(), message: "stray `}` (write `}}` for a literal brace)".into() });
+            return Err(Error::Template {
+                name: name.into(),
+                message: "stray `}` (write `}}` for a literal brace)".into(),
+            });
         }
     }
     on(Piece::Text(rest))

@@ -40,7 +40,9 @@ impl ScriptedLlm {
     pub fn on_fn(mut self, needle: &str, f: impl Fn(&str, u32) -> String + Send + Sync + 'static) -> Self {
         let mut rules: Vec<Rule> = match Arc::try_unwrap(self.rules) {
             Ok(v) => v,
-            Err(shared) => shared.iter().map(|r| Rule { needle: r.needle.clone(), respond: r.respond.clone() }).collect(),
+            Err(shared) => {
+                shared.iter().map(|r| Rule { needle: r.needle.clone(), respond: r.respond.clone() }).collect()
+            }
         };
         rules.push(Rule { needle: needle.to_string(), respond: Arc::new(f) });
         self.rules = Arc::new(rules);

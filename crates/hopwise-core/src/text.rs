@@ -9,15 +9,9 @@ pub fn word_count(s: &str) -> u64 {
 /// whitespace.
 pub fn normalize_answer(s: &str) -> String {
     let lowered = s.to_lowercase();
-    let no_punct: String = lowered
-        .chars()
-        .map(|c| if c.is_alphanumeric() || c.is_whitespace() { c } else { ' ' })
-        .collect();
-    no_punct
-        .split_whitespace()
-        .filter(|w| !matches!(*w, "a" | "an" | "the"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    let no_punct: String =
+        lowered.chars().map(|c| if c.is_alphanumeric() || c.is_whitespace() { c } else { ' ' }).collect();
+    no_punct.split_whitespace().filter(|w| !matches!(*w, "a" | "an" | "the")).collect::<Vec<_>>().join(" ")
 }
 
 /// Splits text into sentences at `.`, `!` or `?` followed by whitespace (or the end), keeping
@@ -87,7 +81,10 @@ fn ends_with_abbreviation(before_dot: &str) -> bool {
     if let (Some(first), None) = (cs.next(), cs.next()) {
         return first.is_uppercase(); // an initial: "J. R. R. Tolkien"
     }
-    matches!(word, "Mr" | "Mrs" | "Ms" | "Dr" | "St" | "Jr" | "Sr" | "vs" | "Inc" | "Co" | "Ltd" | "Prof" | "Gen" | "Mt")
+    matches!(
+        word,
+        "Mr" | "Mrs" | "Ms" | "Dr" | "St" | "Jr" | "Sr" | "vs" | "Inc" | "Co" | "Ltd" | "Prof" | "Gen" | "Mt"
+    )
 }
 
 /// Cuts `s` to at most `max_words` words.

@@ -106,11 +106,23 @@ pub enum EventKind {
         error: Option<String>,
     },
     /// A node was added or changed; carries the node's full current state.
-    Node { node: NodeTrace },
-    Edge { from: NodeId, to: NodeId },
-    Repair { repair: Repair },
-    Note { message: String },
-    Final { answer: String, best_effort: bool },
+    Node {
+        node: NodeTrace,
+    },
+    Edge {
+        from: NodeId,
+        to: NodeId,
+    },
+    Repair {
+        repair: Repair,
+    },
+    Note {
+        message: String,
+    },
+    Final {
+        answer: String,
+        best_effort: bool,
+    },
 }
 
 /// A timed event. Times are milliseconds since the trace started.
@@ -192,11 +204,7 @@ impl Trace {
     /// Every distinct passage the trace used as evidence, in first-seen order.
     pub fn evidence(&self) -> Vec<&Passage> {
         let mut seen = std::collections::HashSet::new();
-        self.nodes
-            .iter()
-            .flat_map(|n| n.passages.iter())
-            .filter(|p| seen.insert(p.id.as_str()))
-            .collect()
+        self.nodes.iter().flat_map(|n| n.passages.iter()).filter(|p| seen.insert(p.id.as_str())).collect()
     }
 }
 
@@ -241,13 +249,7 @@ impl Recorder {
         let end_ms = self.now_ms();
         let event = {
             let mut t = self.lock();
-            let event = Event {
-                seq: t.events.len() as u64,
-                start_ms,
-                end_ms,
-                node_id: node.map(str::to_string),
-                kind,
-            };
+            let event = Event { seq: t.events.len() as u64, start_ms, end_ms, node_id: node.map(str::to_string), kind };
             t.events.push(event.clone());
             event
         };

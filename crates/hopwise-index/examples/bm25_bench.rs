@@ -28,21 +28,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = data_dir().canonicalize()?;
     let mut corpora: Vec<PathBuf> = std::fs::read_dir(&data)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with("_corpus.jsonl"))
-        })
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with("_corpus.jsonl")))
         .collect();
     corpora.sort();
     if corpora.is_empty() {
         return Err(format!("no *_corpus.jsonl in {}", data.display()).into());
     }
-    let corpus_bytes: u64 = corpora
-        .iter()
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum();
+    let corpus_bytes: u64 = corpora.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     println!("corpora ({:.1} MB):", corpus_bytes as f64 / 1e6);
     for path in &corpora {
         println!("  {}", path.display());
@@ -63,10 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dir_size(&index_dir) as f64 / 1e6,
     );
     if report.skipped_total > 0 || report.empty_documents > 0 {
-        println!(
-            "  skipped {} lines, {} empty documents",
-            report.skipped_total, report.empty_documents
-        );
+        println!("  skipped {} lines, {} empty documents", report.skipped_total, report.empty_documents);
     }
 
     let retriever = Bm25Retriever::open(&index_dir)?.with_title_boost(title_boost);
@@ -77,10 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let passages = retriever.search(&q.text, K)?;
         let slot = QA_FILES.iter().position(|d| *d == q.dataset).unwrap_or(0);
         hits_per_dataset[slot].1 += 1;
-        if passages
-            .iter()
-            .any(|p| q.supporting_titles.contains(&p.title))
-        {
+        if passages.iter().any(|p| q.supporting_titles.contains(&p.title)) {
             hits_per_dataset[slot].0 += 1;
         }
     }
@@ -96,9 +82,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let total_s = timed.elapsed().as_secs_f64();
-    let cpu_s = thread_cpu_seconds()
-        .zip(cpu_before)
-        .map(|(after, before)| after - before);
+    let cpu_s = thread_cpu_seconds().zip(cpu_before).map(|(after, before)| after - before);
     latencies_us.sort_by(f64::total_cmp);
     println!(
         "queries: {} questions x {ROUNDS} rounds, top-{K}, 1 thread, title boost {title_boost}: \
@@ -130,10 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn parse_title_boost() -> Result<f32, Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().position(|a| a == "--title-boost") {
-        Some(i) => Ok(args
-            .get(i + 1)
-            .ok_or("--title-boost needs a value")?
-            .parse()?),
+        Some(i) => Ok(args.get(i + 1).ok_or("--title-boost needs a value")?.parse()?),
         None => Ok(DEFAULT_TITLE_BOOST),
     }
 }
@@ -159,15 +140,8 @@ fn load_questions(data: &Path) -> Result<Vec<Question>, Box<dyn std::error::Erro
                         .collect()
                 })
                 .unwrap_or_default();
-            let text = v["question"]
-                .as_str()
-                .ok_or("question without text")?
-                .to_string();
-            questions.push(Question {
-                dataset,
-                text,
-                supporting_titles,
-            });
+            let text = v["question"].as_str().ok_or("question without text")?.to_string();
+            questions.push(Question { dataset, text, supporting_titles });
         }
     }
     Ok(questions)

@@ -56,11 +56,7 @@ impl Bm25Retriever {
 
     /// Sets how much more a title match counts than a text match (1.0 = the same).
     pub fn with_title_boost(mut self, boost: f32) -> Self {
-        self.title_boost = if boost.is_finite() && boost > 0.0 {
-            boost
-        } else {
-            1.0
-        };
+        self.title_boost = if boost.is_finite() && boost > 0.0 { boost } else { 1.0 };
         self
     }
 
@@ -98,23 +94,14 @@ impl Bm25Retriever {
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 2);
         for term in &terms {
-            let in_text = TermQuery::new(
-                Term::from_field_text(self.fields.text, term),
-                IndexRecordOption::WithFreqs,
-            );
-            let in_title = TermQuery::new(
-                Term::from_field_text(self.fields.title, term),
-                IndexRecordOption::WithFreqs,
-            );
+            let in_text = TermQuery::new(Term::from_field_text(self.fields.text, term), IndexRecordOption::WithFreqs);
+            let in_title = TermQuery::new(Term::from_field_text(self.fields.title, term), IndexRecordOption::WithFreqs);
             clauses.push((Occur::Should, Box::new(in_text)));
             // Unboosted term queries keep tantivy's block-max WAND fast path for pure disjunctions.
             if self.title_boost == 1.0 {
                 clauses.push((Occur::Should, Box::new(in_title)));
             } else {
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(in_title), self.title_boost)),
-                ));
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(in_title), self.title_boost))));
             }
         }
         let searcher = self.reader.searcher();
@@ -130,30 +117,16 @@ impl Bm25Retriever {
     /// The passage with this id, if the index has it (score 0).
     pub fn passage(&self, id: &str) -> Result<Option<Passage>> {
         let searcher = self.reader.searcher();
-        let query = TermQuery::new(
-            Term::from_field_text(self.fields.id, id),
-            IndexRecordOption::Basic,
-        );
+        let query = TermQuery::new(Term::from_field_text(self.fields.id, id), IndexRecordOption::Basic);
         let hits = searcher.search(&query, &TopDocs::with_limit(1))?;
-        hits.first()
-            .map(|&(_, address)| self.load(&searcher, address, 0.0))
-            .transpose()
+        hits.first().map(|&(_, address)| self.load(&searcher, address, 0.0)).transpose()
     }
 
     fn load(&self, searcher: &Searcher, address: DocAddress, score: f32) -> Result<Passage> {
         let doc: TantivyDocument = searcher.doc(address)?;
-        let text_of = |field| {
-            doc.get_first(field)
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        };
-        let number_of = |field| {
-            doc.get_first(field)
-                .and_then(|v| v.as_u64())
-                .and_then(|n| usize::try_from(n).ok())
-        };
-        let id = text_of(self.fields.id)
-            .ok_or_else(|| corrupt(&self.dir, "a stored passage has no id"))?;
+        let text_of = |field| doc.get_first(field).and_then(|v| v.as_str()).map(str::to_string);
+        let number_of = |field| doc.get_first(field).and_then(|v| v.as_u64()).and_then(|n| usize::try_from(n).ok());
+        let id = text_of(self.fields.id).ok_or_else(|| corrupt(&self.dir, "a stored passage has no id"))?;
         let offsets = number_of(self.fields.start).zip(number_of(self.fields.end));
         Ok(Passage {
             id,
@@ -195,10 +168,7 @@ impl Retriever for Bm25Retriever {
 
 impl std::fmt::Debug for Bm25Retriever {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bm25Retriever")
-            .field("dir", &self.dir)
-            .field("passages", &self.meta.passages)
-            .finish()
+        f.debug_struct("Bm25Retriever").field("dir", &self.dir).field("passages", &self.meta.passages).finish()
     }
 }
 
@@ -208,10 +178,7 @@ mod tests {
 
     #[test]
     fn query_syntax_is_just_text() {
-        assert_eq!(
-            query_terms("title:\"Foo\" AND (bar OR -baz)^2 *"),
-            ["titl", "foo", "bar", "baz", "2"]
-        );
+        assert_eq!(query_terms("title:\"Foo\" AND (bar OR -baz)^2 *"), ["titl", "foo", "bar", "baz", "2"]);
         assert!(query_terms("  ?!  the of ").is_empty());
     }
 

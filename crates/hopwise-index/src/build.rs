@@ -47,9 +47,7 @@ impl IndexOptions {
     pub fn validate(&self) -> Result<()> {
         self.chunking.validate()?;
         if self.writer_threads == 0 {
-            return Err(IndexError::InvalidOptions(
-                "at least one writer thread is needed".into(),
-            ));
+            return Err(IndexError::InvalidOptions("at least one writer thread is needed".into()));
         }
         if self.writer_heap_bytes / self.writer_threads < MIN_HEAP_PER_THREAD {
             return Err(IndexError::InvalidOptions(format!(
@@ -122,9 +120,7 @@ pub fn build_index(
     let started = Instant::now();
     opts.validate()?;
     if inputs.is_empty() {
-        return Err(IndexError::InvalidOptions(
-            "no input files or folders given".into(),
-        ));
+        return Err(IndexError::InvalidOptions("no input files or folders given".into()));
     }
     // Open the inputs first, so a mistyped path does not leave an empty index behind.
     let mut corpus = CorpusReader::open(inputs)?;
@@ -144,11 +140,7 @@ pub fn build_index(
         seconds: 0.0,
     };
 
-    let reader = opened
-        .index
-        .reader_builder()
-        .reload_policy(ReloadPolicy::Manual)
-        .try_into()?;
+    let reader = opened.index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
     let before: Searcher = reader.searcher();
     let had_passages = before.num_docs() > 0;
     if had_passages && opened.meta.chunking != opts.chunking {
@@ -169,9 +161,8 @@ pub fn build_index(
         );
     }
 
-    let mut writer: IndexWriter<TantivyDocument> = opened
-        .index
-        .writer_with_num_threads(opts.writer_threads, opts.writer_heap_bytes)?;
+    let mut writer: IndexWriter<TantivyDocument> =
+        opened.index.writer_with_num_threads(opts.writer_threads, opts.writer_heap_bytes)?;
     // Passages added per document id during this build, to count in-build replacements (ids only:
     // a few dozen bytes per document, not the text).
     let mut added: HashMap<String, u64> = HashMap::new();
@@ -228,10 +219,8 @@ pub fn build_index(
     let mut meta = opened.meta;
     meta.passages = report.passages_total;
     meta.chunking = opts.chunking;
-    meta.updated_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    meta.updated_unix_s =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     meta.write(dir)?;
 
     report.seconds = started.elapsed().as_secs_f64();

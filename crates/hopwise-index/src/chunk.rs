@@ -26,19 +26,14 @@ pub struct ChunkOptions {
 
 impl Default for ChunkOptions {
     fn default() -> Self {
-        Self {
-            window_tokens: 256,
-            overlap_tokens: 32,
-        }
+        Self { window_tokens: 256, overlap_tokens: 32 }
     }
 }
 
 impl ChunkOptions {
     pub fn validate(&self) -> Result<()> {
         if self.window_tokens == 0 {
-            return Err(IndexError::InvalidOptions(
-                "the chunk window must be at least 1 token".into(),
-            ));
+            return Err(IndexError::InvalidOptions("the chunk window must be at least 1 token".into()));
         }
         if self.overlap_tokens >= self.window_tokens {
             return Err(IndexError::InvalidOptions(format!(
@@ -102,11 +97,7 @@ pub fn chunk_document(doc: &Document, opts: &ChunkOptions) -> Vec<Passage> {
         .into_iter()
         .enumerate()
         .map(|(n, (start, end))| Passage {
-            id: if single {
-                doc.id.clone()
-            } else {
-                format!("{}#{n}", doc.id)
-            },
+            id: if single { doc.id.clone() } else { format!("{}#{n}", doc.id) },
             title: doc.title.clone(),
             text: doc.text[start..end].to_string(),
             score: 0.0,
@@ -121,32 +112,18 @@ mod tests {
     use super::*;
 
     fn doc(text: &str) -> Document {
-        Document {
-            id: "d".into(),
-            title: "T".into(),
-            text: text.into(),
-            location: "x".into(),
-        }
+        Document { id: "d".into(), title: "T".into(), text: text.into(), location: "x".into() }
     }
 
     fn words(n: usize) -> String {
-        (0..n)
-            .map(|i| format!("w{i}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+        (0..n).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ")
     }
 
     #[test]
     fn tokens_are_words_and_single_punctuation() {
         let text = "U.S. (1990) café—ok";
-        let tokens: Vec<&str> = token_spans(text)
-            .iter()
-            .map(|&(s, e)| &text[s..e])
-            .collect();
-        assert_eq!(
-            tokens,
-            ["U", ".", "S", ".", "(", "1990", ")", "café", "—", "ok"]
-        );
+        let tokens: Vec<&str> = token_spans(text).iter().map(|&(s, e)| &text[s..e]).collect();
+        assert_eq!(tokens, ["U", ".", "S", ".", "(", "1990", ")", "café", "—", "ok"]);
     }
 
     #[test]
@@ -163,23 +140,14 @@ mod tests {
     #[test]
     fn exactly_one_window_is_not_split() {
         let d = doc(&words(10));
-        let passages = chunk_document(
-            &d,
-            &ChunkOptions {
-                window_tokens: 10,
-                overlap_tokens: 2,
-            },
-        );
+        let passages = chunk_document(&d, &ChunkOptions { window_tokens: 10, overlap_tokens: 2 });
         assert_eq!(passages.len(), 1);
     }
 
     #[test]
     fn long_document_windows_overlap_and_offsets_point_at_the_text() {
         let d = doc(&format!("Ünïcode — {} end.", words(600)));
-        let opts = ChunkOptions {
-            window_tokens: 100,
-            overlap_tokens: 10,
-        };
+        let opts = ChunkOptions { window_tokens: 100, overlap_tokens: 10 };
         let passages = chunk_document(&d, &opts);
         assert!(passages.len() > 1);
         let all_tokens = token_spans(&d.text).len();
@@ -191,26 +159,13 @@ mod tests {
             if n + 1 < passages.len() {
                 assert_eq!(count, 100, "passage {n}");
             } else {
-                assert!(
-                    count <= 100 && count > 10,
-                    "last passage has {count} tokens"
-                );
+                assert!(count <= 100 && count > 10, "last passage has {count} tokens");
             }
         }
         for pair in passages.windows(2) {
-            let tail: Vec<&str> = token_spans(&pair[0].text)
-                .iter()
-                .map(|&(s, e)| &pair[0].text[s..e])
-                .collect();
-            let head: Vec<&str> = token_spans(&pair[1].text)
-                .iter()
-                .map(|&(s, e)| &pair[1].text[s..e])
-                .collect();
-            assert_eq!(
-                tail[tail.len() - 10..],
-                head[..10],
-                "windows overlap by 10 tokens"
-            );
+            let tail: Vec<&str> = token_spans(&pair[0].text).iter().map(|&(s, e)| &pair[0].text[s..e]).collect();
+            let head: Vec<&str> = token_spans(&pair[1].text).iter().map(|&(s, e)| &pair[1].text[s..e]).collect();
+            assert_eq!(tail[tail.len() - 10..], head[..10], "windows overlap by 10 tokens");
         }
         assert!(passages[0].text.starts_with("Ünïcode"));
         assert!(passages.last().expect("last").text.ends_with("end."));
@@ -220,23 +175,8 @@ mod tests {
 
     #[test]
     fn invalid_options_are_rejected() {
-        assert!(ChunkOptions {
-            window_tokens: 0,
-            overlap_tokens: 0
-        }
-        .validate()
-        .is_err());
-        assert!(ChunkOptions {
-            window_tokens: 8,
-            overlap_tokens: 8
-        }
-        .validate()
-        .is_err());
-        assert!(ChunkOptions {
-            window_tokens: 8,
-            overlap_tokens: 7
-        }
-        .validate()
-        .is_ok());
+        assert!(ChunkOptions { window_tokens: 0, overlap_tokens: 0 }.validate().is_err());
+        assert!(ChunkOptions { window_tokens: 8, overlap_tokens: 8 }.validate().is_err());
+        assert!(ChunkOptions { window_tokens: 8, overlap_tokens: 7 }.validate().is_ok());
     }
 }

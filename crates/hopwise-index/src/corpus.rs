@@ -54,10 +54,7 @@ pub enum IssueKind {
 impl IssueKind {
     /// Whether content was dropped (as opposed to kept with a warning).
     pub fn drops_content(self) -> bool {
-        matches!(
-            self,
-            Self::Malformed | Self::Unreadable | Self::EmptyDocument
-        )
+        matches!(self, Self::Malformed | Self::Unreadable | Self::EmptyDocument)
     }
 }
 
@@ -122,24 +119,14 @@ impl CorpusReader {
         let mut pending = VecDeque::new();
         for input in inputs {
             let meta = std::fs::metadata(input).map_err(|err| match err.kind() {
-                std::io::ErrorKind::NotFound => IndexError::InputNotFound {
-                    path: input.clone(),
-                },
+                std::io::ErrorKind::NotFound => IndexError::InputNotFound { path: input.clone() },
                 _ => IndexError::io(input, err),
             })?;
             if meta.is_dir() {
                 collect_folder(input, &mut files, &mut pending);
             } else {
-                let format = if has_extension(input, &["jsonl", "ndjson"]) {
-                    Format::Jsonl
-                } else {
-                    Format::Text
-                };
-                files.push(CorpusFile {
-                    path: input.clone(),
-                    format,
-                    size: meta.len(),
-                });
+                let format = if has_extension(input, &["jsonl", "ndjson"]) { Format::Jsonl } else { Format::Text };
+                files.push(CorpusFile { path: input.clone(), format, size: meta.len() });
             }
         }
         let bytes_total = files.iter().map(|f| f.size).sum();
@@ -185,11 +172,7 @@ impl CorpusReader {
                     let location = format!("{}:{}", open.path.display(), open.line_no);
                     let (line, lossy) = decode(&self.line_buf);
                     let line: &str = &line;
-                    let line = if open.line_no == 1 {
-                        line.trim_start_matches(UTF8_BOM)
-                    } else {
-                        line
-                    };
+                    let line = if open.line_no == 1 { line.trim_start_matches(UTF8_BOM) } else { line };
                     if line.trim().is_empty() {
                         continue;
                     }
@@ -200,8 +183,9 @@ impl CorpusReader {
                         return Some(CorpusItem::Issue(Issue {
                             location,
                             kind: IssueKind::InvalidUtf8,
-                            message: "not valid UTF-8 (first such line in this file); invalid bytes replaced with U+FFFD"
-                                .into(),
+                            message:
+                                "not valid UTF-8 (first such line in this file); invalid bytes replaced with U+FFFD"
+                                    .into(),
                         }));
                     }
                     return Some(item);
@@ -284,12 +268,8 @@ impl Iterator for CorpusReader {
 const FOLDER_EXTENSIONS: &[&str] = &["jsonl", "ndjson", "txt", "text", "md", "markdown"];
 
 fn collect_folder(root: &Path, files: &mut Vec<CorpusFile>, pending: &mut VecDeque<CorpusItem>) {
-    let walker = walkdir::WalkDir::new(root)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter();
-    let entries = walker
-        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    let walker = walkdir::WalkDir::new(root).follow_links(true).sort_by_file_name().into_iter();
+    let entries = walker.filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
     for entry in entries {
         let entry = match entry {
             Ok(entry) => entry,
@@ -306,24 +286,14 @@ fn collect_folder(root: &Path, files: &mut Vec<CorpusFile>, pending: &mut VecDeq
         if !entry.file_type().is_file() || !has_extension(entry.path(), FOLDER_EXTENSIONS) {
             continue;
         }
-        let format = if has_extension(entry.path(), &["jsonl", "ndjson"]) {
-            Format::Jsonl
-        } else {
-            Format::Text
-        };
+        let format = if has_extension(entry.path(), &["jsonl", "ndjson"]) { Format::Jsonl } else { Format::Text };
         let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-        files.push(CorpusFile {
-            path: entry.into_path(),
-            format,
-            size,
-        });
+        files.push(CorpusFile { path: entry.into_path(), format, size });
     }
 }
 
 fn has_extension(path: &Path, extensions: &[&str]) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
 }
 
 fn unreadable(path: &Path, err: &std::io::Error) -> CorpusItem {
@@ -351,11 +321,7 @@ struct RawRecord {
 /// Parses one JSONL line into a document, or an issue saying why it was skipped.
 fn parse_record(line: &str, location: &str) -> CorpusItem {
     let malformed = |message: String| {
-        CorpusItem::Issue(Issue {
-            location: location.to_string(),
-            kind: IssueKind::Malformed,
-            message,
-        })
+        CorpusItem::Issue(Issue { location: location.to_string(), kind: IssueKind::Malformed, message })
     };
     let record: RawRecord = match serde_json::from_str(line) {
         Ok(record) => record,
@@ -364,9 +330,7 @@ fn parse_record(line: &str, location: &str) -> CorpusItem {
     let id = match record.id {
         Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s,
         Some(serde_json::Value::Number(n)) => n.to_string(),
-        Some(serde_json::Value::String(_)) => {
-            return malformed("empty \"id\"; line skipped".into())
-        }
+        Some(serde_json::Value::String(_)) => return malformed("empty \"id\"; line skipped".into()),
         Some(_) => return malformed("\"id\" must be a string or a number; line skipped".into()),
         None => return malformed("missing \"id\" field; line skipped".into()),
     };
@@ -380,12 +344,7 @@ fn parse_record(line: &str, location: &str) -> CorpusItem {
             message: format!("record {id:?} has empty text; skipped"),
         });
     }
-    CorpusItem::Document(Document {
-        id,
-        title: record.title.unwrap_or_default(),
-        text,
-        location: location.into(),
-    })
+    CorpusItem::Document(Document { id, title: record.title.unwrap_or_default(), text, location: location.into() })
 }
 
 /// serde_json's message without its "at line 1 column N" suffix (the line is ours, not serde's).
@@ -393,10 +352,7 @@ fn describe_json_error(err: &serde_json::Error) -> String {
     let full = err.to_string();
     let suffix = format!(" at line {} column {}", err.line(), err.column());
     let message = full.strip_suffix(&suffix).unwrap_or(&full);
-    format!(
-        "invalid JSON record ({message}, column {}); line skipped",
-        err.column()
-    )
+    format!("invalid JSON record ({message}, column {}); line skipped", err.column())
 }
 
 /// Builds the document for a plain-text or Markdown file, plus a warning if it was not UTF-8.
@@ -411,27 +367,12 @@ fn text_document(path: &Path, bytes: &[u8]) -> (CorpusItem, Option<Issue>) {
     });
     let id = clean_path_id(path);
     if text.trim().is_empty() {
-        let issue = Issue {
-            location,
-            kind: IssueKind::EmptyDocument,
-            message: "empty file; skipped".into(),
-        };
+        let issue = Issue { location, kind: IssueKind::EmptyDocument, message: "empty file; skipped".into() };
         return (CorpusItem::Issue(issue), warning);
     }
-    let title = markdown_title(path, text).unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| id.clone())
-    });
-    (
-        CorpusItem::Document(Document {
-            id,
-            title,
-            text: text.to_string(),
-            location,
-        }),
-        warning,
-    )
+    let title = markdown_title(path, text)
+        .unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| id.clone()));
+    (CorpusItem::Document(Document { id, title, text: text.to_string(), location }), warning)
 }
 
 /// A Markdown file's title: its first line if that is a `# heading`.
@@ -473,9 +414,7 @@ mod tests {
     #[test]
     fn json_error_is_described_without_serde_line_number() {
         let item = parse_record("{\"id\": \"a\", \"text\": ", "f.jsonl:7");
-        let CorpusItem::Issue(issue) = item else {
-            panic!("expected an issue, got {item:?}")
-        };
+        let CorpusItem::Issue(issue) = item else { panic!("expected an issue, got {item:?}") };
         assert_eq!(issue.kind, IssueKind::Malformed);
         assert_eq!(issue.location, "f.jsonl:7");
         assert!(!issue.message.contains("at line 1"), "{}", issue.message);
@@ -485,31 +424,16 @@ mod tests {
     #[test]
     fn numeric_ids_and_missing_titles_are_accepted() {
         let item = parse_record(r#"{"id": 42, "text": "hello", "extra": [1, 2]}"#, "f:1");
-        let CorpusItem::Document(doc) = item else {
-            panic!("expected a document, got {item:?}")
-        };
+        let CorpusItem::Document(doc) = item else { panic!("expected a document, got {item:?}") };
         assert_eq!(doc.id, "42");
         assert_eq!(doc.title, "");
     }
 
     #[test]
     fn ids_of_the_wrong_type_are_malformed() {
-        for line in [
-            r#"{"id": null, "text": "x"}"#,
-            r#"{"id": ["a"], "text": "x"}"#,
-            r#"{"id": " ", "text": "x"}"#,
-        ] {
+        for line in [r#"{"id": null, "text": "x"}"#, r#"{"id": ["a"], "text": "x"}"#, r#"{"id": " ", "text": "x"}"#] {
             let item = parse_record(line, "f:1");
-            assert!(
-                matches!(
-                    item,
-                    CorpusItem::Issue(Issue {
-                        kind: IssueKind::Malformed,
-                        ..
-                    })
-                ),
-                "{line}: {item:?}"
-            );
+            assert!(matches!(item, CorpusItem::Issue(Issue { kind: IssueKind::Malformed, .. })), "{line}: {item:?}");
         }
     }
 
@@ -521,10 +445,7 @@ mod tests {
 
     #[test]
     fn markdown_heading_becomes_title_only_for_markdown() {
-        assert_eq!(
-            markdown_title(Path::new("a.md"), "\n# Hello world\ntext").as_deref(),
-            Some("Hello world")
-        );
+        assert_eq!(markdown_title(Path::new("a.md"), "\n# Hello world\ntext").as_deref(), Some("Hello world"));
         assert_eq!(markdown_title(Path::new("a.txt"), "# Hello"), None);
         assert_eq!(markdown_title(Path::new("a.md"), "## Sub\n"), None);
     }

@@ -29,11 +29,7 @@ pub enum IndexError {
         dir.display(),
         dir.display()
     )]
-    IncompatibleIndex {
-        dir: PathBuf,
-        found: u32,
-        expected: u32,
-    },
+    IncompatibleIndex { dir: PathBuf, found: u32, expected: u32 },
 
     #[error("{} exists and is not a hopwise index; choose an empty or new directory", dir.display())]
     NotAnIndexDir { dir: PathBuf },
@@ -42,10 +38,7 @@ pub enum IndexError {
     InvalidOptions(String),
 
     #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
 
     #[error("search engine: {0}")]
     Engine(#[from] tantivy::TantivyError),
@@ -53,26 +46,20 @@ pub enum IndexError {
 
 impl IndexError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io {
-            path: path.into(),
-            source,
-        }
+        Self::Io { path: path.into(), source }
     }
 }
 
 impl From<IndexError> for hopwise_core::Error {
     fn from(err: IndexError) -> Self {
         match err {
-            IndexError::Io { path, source } => hopwise_core::Error::Io(std::io::Error::new(
-                source.kind(),
-                format!("{}: {source}", path.display()),
-            )),
+            IndexError::Io { path, source } => {
+                hopwise_core::Error::Io(std::io::Error::new(source.kind(), format!("{}: {source}", path.display())))
+            }
             IndexError::InvalidOptions(msg) => hopwise_core::Error::InvalidInput(msg),
-            other => hopwise_core::Error::backend(
-                "bm25",
-                hopwise_core::BackendErrorKind::Unsupported,
-                other.to_string(),
-            ),
+            other => {
+                hopwise_core::Error::backend("bm25", hopwise_core::BackendErrorKind::Unsupported, other.to_string())
+            }
         }
     }
 }

@@ -11,12 +11,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{
-    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STORED,
-    STRING,
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STORED, STRING,
 };
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
-    StopWordFilter, TextAnalyzer,
+    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
 use tantivy::Index;
 
@@ -43,10 +41,7 @@ pub fn analyzer() -> TextAnalyzer {
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter);
     match StopWordFilter::new(Language::English) {
-        Some(stop_words) => builder
-            .filter(stop_words)
-            .filter(Stemmer::new(Language::English))
-            .build(),
+        Some(stop_words) => builder.filter(stop_words).filter(Stemmer::new(Language::English)).build(),
         None => builder.filter(Stemmer::new(Language::English)).build(),
     }
 }
@@ -68,9 +63,7 @@ pub struct Fields {
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let searchable = TextOptions::default().set_stored().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(ANALYZER_NAME)
-            .set_index_option(IndexRecordOption::WithFreqs),
+        TextFieldIndexing::default().set_tokenizer(ANALYZER_NAME).set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
         id: builder.add_text_field("id", STRING | STORED),
@@ -84,11 +77,7 @@ fn schema() -> (Schema, Fields) {
 }
 
 fn fields_of(schema: &Schema) -> std::result::Result<Fields, String> {
-    let get = |name: &str| {
-        schema
-            .get_field(name)
-            .map_err(|_| format!("field `{name}` missing from the schema"))
-    };
+    let get = |name: &str| schema.get_field(name).map_err(|_| format!("field `{name}` missing from the schema"));
     Ok(Fields {
         id: get("id")?,
         doc_id: get("doc_id")?,
@@ -129,10 +118,7 @@ impl IndexMeta {
             schema_version: SCHEMA_VERSION,
             passages: 0,
             chunking,
-            bm25: Bm25Meta {
-                engine: "tantivy 0.24".into(),
-                analyzer: ANALYZER_DESCRIPTION.into(),
-            },
+            bm25: Bm25Meta { engine: "tantivy 0.24".into(), analyzer: ANALYZER_DESCRIPTION.into() },
             updated_unix_s: now_unix_s(),
             other: serde_json::Map::new(),
         }
@@ -144,9 +130,7 @@ impl IndexMeta {
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Err(IndexError::MissingIndex {
-                    dir: dir.to_path_buf(),
-                })
+                return Err(IndexError::MissingIndex { dir: dir.to_path_buf() })
             }
             Err(err) => return Err(corrupt(dir, format!("cannot read {META_FILE}: {err}"))),
         };
@@ -155,8 +139,8 @@ impl IndexMeta {
         struct Version {
             schema_version: u32,
         }
-        let version: Version = serde_json::from_slice(&bytes)
-            .map_err(|err| corrupt(dir, format!("{META_FILE}: {err}")))?;
+        let version: Version =
+            serde_json::from_slice(&bytes).map_err(|err| corrupt(dir, format!("{META_FILE}: {err}")))?;
         if version.schema_version != SCHEMA_VERSION {
             return Err(IndexError::IncompatibleIndex {
                 dir: dir.to_path_buf(),
@@ -171,29 +155,19 @@ impl IndexMeta {
     pub fn write(&self, dir: &Path) -> Result<()> {
         let path = dir.join(META_FILE);
         let tmp = dir.join(format!("{META_FILE}.tmp"));
-        let json = serde_json::to_vec_pretty(self).map_err(|err| {
-            IndexError::io(
-                &path,
-                std::io::Error::new(std::io::ErrorKind::InvalidData, err),
-            )
-        })?;
+        let json = serde_json::to_vec_pretty(self)
+            .map_err(|err| IndexError::io(&path, std::io::Error::new(std::io::ErrorKind::InvalidData, err)))?;
         std::fs::write(&tmp, json).map_err(|err| IndexError::io(&tmp, err))?;
         std::fs::rename(&tmp, &path).map_err(|err| IndexError::io(&path, err))
     }
 }
 
 fn now_unix_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 pub(crate) fn corrupt(dir: &Path, reason: impl Into<String>) -> IndexError {
-    IndexError::CorruptIndex {
-        dir: dir.to_path_buf(),
-        reason: reason.into(),
-    }
+    IndexError::CorruptIndex { dir: dir.to_path_buf(), reason: reason.into() }
 }
 
 /// An opened BM25 index with its fields and metadata.
@@ -207,21 +181,14 @@ pub struct OpenedIndex {
 /// unreadable.
 pub fn open(dir: &Path) -> Result<OpenedIndex> {
     if !dir.is_dir() {
-        return Err(IndexError::MissingIndex {
-            dir: dir.to_path_buf(),
-        });
+        return Err(IndexError::MissingIndex { dir: dir.to_path_buf() });
     }
     let meta = IndexMeta::read(dir)?;
     let bm25_dir = dir.join(BM25_SUBDIR);
-    let index = Index::open_in_dir(&bm25_dir)
-        .map_err(|err| corrupt(dir, format!("{}: {err}", bm25_dir.display())))?;
+    let index = Index::open_in_dir(&bm25_dir).map_err(|err| corrupt(dir, format!("{}: {err}", bm25_dir.display())))?;
     let fields = fields_of(&index.schema()).map_err(|reason| corrupt(dir, reason))?;
     index.tokenizers().register(ANALYZER_NAME, analyzer());
-    Ok(OpenedIndex {
-        index,
-        fields,
-        meta,
-    })
+    Ok(OpenedIndex { index, fields, meta })
 }
 
 /// Opens the index in `dir`, or creates an empty one (with its metadata) if `dir` is missing or empty.
@@ -233,9 +200,7 @@ pub fn open_or_create(dir: &Path, chunking: ChunkOptions) -> Result<OpenedIndex>
     if dir.exists() {
         let mut entries = std::fs::read_dir(dir).map_err(|err| IndexError::io(dir, err))?;
         if !dir.is_dir() || entries.next().is_some() {
-            return Err(IndexError::NotAnIndexDir {
-                dir: dir.to_path_buf(),
-            });
+            return Err(IndexError::NotAnIndexDir { dir: dir.to_path_buf() });
         }
     }
     let bm25_dir: PathBuf = dir.join(BM25_SUBDIR);
@@ -245,11 +210,7 @@ pub fn open_or_create(dir: &Path, chunking: ChunkOptions) -> Result<OpenedIndex>
     index.tokenizers().register(ANALYZER_NAME, analyzer());
     let meta = IndexMeta::new(chunking);
     meta.write(dir)?;
-    Ok(OpenedIndex {
-        index,
-        fields,
-        meta,
-    })
+    Ok(OpenedIndex { index, fields, meta })
 }
 
 #[cfg(test)]
@@ -268,18 +229,14 @@ mod tests {
 
     #[test]
     fn analyzer_folds_stems_and_drops_stop_words() {
-        assert_eq!(
-            tokens("The Drummers of Pál Gábor"),
-            ["drummer", "pal", "gabor"]
-        );
+        assert_eq!(tokens("The Drummers of Pál Gábor"), ["drummer", "pal", "gabor"]);
     }
 
     #[test]
     fn unknown_metadata_keys_survive_a_round_trip() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut meta = IndexMeta::new(ChunkOptions::default());
-        meta.other
-            .insert("dense".into(), serde_json::json!({"model": "m"}));
+        meta.other.insert("dense".into(), serde_json::json!({"model": "m"}));
         meta.write(dir.path()).expect("write");
         let back = IndexMeta::read(dir.path()).expect("read");
         assert_eq!(back, meta);

@@ -34,15 +34,9 @@ impl IndexProgressBar {
         self.bar.set_length(progress.bytes_total);
         self.bar.set_position(progress.bytes_read);
         let message = match progress.phase {
-            IndexPhase::Reading => format!(
-                "{} documents, {} passages",
-                progress.documents, progress.passages
-            ),
+            IndexPhase::Reading => format!("{} documents, {} passages", progress.documents, progress.passages),
             IndexPhase::Committing => format!("{} passages, committing", progress.passages),
-            IndexPhase::Done => format!(
-                "{} documents, {} passages, done",
-                progress.documents, progress.passages
-            ),
+            IndexPhase::Done => format!("{} documents, {} passages, done", progress.documents, progress.passages),
         };
         self.bar.set_message(message);
     }

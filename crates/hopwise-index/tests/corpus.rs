@@ -50,10 +50,7 @@ fn jsonl_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read() {
     assert_eq!(docs[0].location, format!("{}:1", path.display()));
     assert_eq!(docs[2].location, format!("{}:9", path.display()));
 
-    let located: Vec<(String, IssueKind)> = issues
-        .iter()
-        .map(|i| (i.location.clone(), i.kind))
-        .collect();
+    let located: Vec<(String, IssueKind)> = issues.iter().map(|i| (i.location.clone(), i.kind)).collect();
     let at = |line: u32| format!("{}:{line}", path.display());
     assert_eq!(
         located,
@@ -67,9 +64,7 @@ fn jsonl_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read() {
     );
     assert!(issues[1].message.contains("\"text\""), "{}", issues[1]);
     assert!(issues[4].message.contains("\"id\""), "{}", issues[4]);
-    assert!(issues[0]
-        .to_string()
-        .starts_with(&format!("{}:2: ", path.display())));
+    assert!(issues[0].to_string().starts_with(&format!("{}:2: ", path.display())));
 }
 
 #[test]
@@ -79,10 +74,7 @@ fn folders_are_walked_recursively_in_name_order_and_only_text_files_are_read() {
     write(&root.join("b.txt"), "bee");
     write(&root.join("a/z.md"), "# Zed heading\n\nzed body");
     write(&root.join("a/c.TXT"), "sea");
-    write(
-        &root.join("a/records.jsonl"),
-        r#"{"id": "r1", "title": "R", "text": "record"}"#,
-    );
+    write(&root.join("a/records.jsonl"), r#"{"id": "r1", "title": "R", "text": "record"}"#);
     write(&root.join(".hidden/x.txt"), "hidden");
     write(&root.join("image.png"), [0u8, 1, 2]);
     write(&root.join("notes.rs"), "fn main() {}");
@@ -92,15 +84,7 @@ fn folders_are_walked_recursively_in_name_order_and_only_text_files_are_read() {
     assert!(issues.is_empty(), "{issues:?}");
     let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
     let expect = |rel: &str| format!("{}/{rel}", root.display());
-    assert_eq!(
-        ids,
-        [
-            expect("a/c.TXT"),
-            "r1".into(),
-            expect("a/z.md"),
-            expect("b.txt")
-        ]
-    );
+    assert_eq!(ids, [expect("a/c.TXT"), "r1".into(), expect("a/z.md"), expect("b.txt")]);
     assert_eq!(docs[2].title, "Zed heading");
     assert_eq!(docs[3].title, "b");
     assert_eq!(docs[3].text, "bee");
@@ -131,20 +115,9 @@ fn non_utf8_bytes_are_decoded_lossily_with_a_warning() {
     let (docs, issues) = read_all(&[txt.clone(), jsonl.clone()]);
 
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    assert_eq!(
-        texts,
-        [
-            "caf\u{fffd} au lait",
-            "fine",
-            "na\u{fffd}ve",
-            "\u{fffd}\u{fffd} again"
-        ]
-    );
+    assert_eq!(texts, ["caf\u{fffd} au lait", "fine", "na\u{fffd}ve", "\u{fffd}\u{fffd} again"]);
     // One warning per file, pointing at the first bad line.
-    let warnings: Vec<(String, IssueKind)> = issues
-        .iter()
-        .map(|i| (i.location.clone(), i.kind))
-        .collect();
+    let warnings: Vec<(String, IssueKind)> = issues.iter().map(|i| (i.location.clone(), i.kind)).collect();
     assert_eq!(
         warnings,
         [
@@ -171,10 +144,7 @@ fn empty_documents_are_reported_and_skipped() {
 fn a_byte_order_mark_does_not_break_the_first_jsonl_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("bom.jsonl");
-    write(
-        &path,
-        "\u{feff}{\"id\": \"a\", \"text\": \"t\"}\r\n{\"id\": \"b\", \"text\": \"u\"}\r\n",
-    );
+    write(&path, "\u{feff}{\"id\": \"a\", \"text\": \"t\"}\r\n{\"id\": \"b\", \"text\": \"u\"}\r\n");
     let (docs, issues) = read_all(&[path]);
     assert!(issues.is_empty(), "{issues:?}");
     assert_eq!(docs.len(), 2);
@@ -184,9 +154,7 @@ fn a_byte_order_mark_does_not_break_the_first_jsonl_line() {
 fn a_missing_input_is_an_error_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("nope.jsonl");
-    let err = CorpusReader::open(std::slice::from_ref(&missing))
-        .err()
-        .expect("an error");
+    let err = CorpusReader::open(std::slice::from_ref(&missing)).err().expect("an error");
     assert!(matches!(err, IndexError::InputNotFound { .. }), "{err:?}");
     assert!(err.to_string().contains("nope.jsonl"), "{err}");
 }
@@ -195,10 +163,7 @@ fn a_missing_input_is_an_error_naming_it() {
 fn progress_counters_reach_the_total() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("c.jsonl");
-    write(
-        &path,
-        "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"text\": \"y\"}\n",
-    );
+    write(&path, "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"text\": \"y\"}\n");
     let mut reader = CorpusReader::open(&[path]).expect("open");
     assert_eq!(reader.bytes_read(), 0);
     let total = reader.bytes_total();

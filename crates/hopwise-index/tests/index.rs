@@ -4,9 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use hopwise_core::Retriever;
-use hopwise_index::{
-    build_index, Bm25Retriever, ChunkOptions, IndexError, IndexOptions, IndexPhase, IndexReport,
-};
+use hopwise_index::{build_index, Bm25Retriever, ChunkOptions, IndexError, IndexOptions, IndexPhase, IndexReport};
 
 fn build(inputs: &[PathBuf], dir: &Path) -> IndexReport {
     build_index(inputs, dir, &IndexOptions::default(), &|_| {}).expect("build index")
@@ -22,10 +20,7 @@ fn record(id: &str, title: &str, text: &str) -> String {
 
 /// `count` distinct filler words, so a document gets long enough to be chunked.
 fn filler(prefix: &str, count: usize) -> String {
-    (0..count)
-        .map(|i| format!("{prefix}{i}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    (0..count).map(|i| format!("{prefix}{i}")).collect::<Vec<_>>().join(" ")
 }
 
 #[test]
@@ -48,14 +43,9 @@ fn bad_lines_are_reported_and_the_rest_is_indexed() {
     assert_eq!(report.passages_total, 2);
     assert_eq!(report.empty_documents, 1);
     assert_eq!(report.skipped_total, 1);
-    assert_eq!(
-        report.skipped[0].location,
-        format!("{}:2", corpus.display())
-    );
+    assert_eq!(report.skipped[0].location, format!("{}:2", corpus.display()));
     let retriever = Bm25Retriever::open(&index_dir).expect("open");
-    let hits = retriever
-        .search("Which animals are tall?", 5)
-        .expect("search");
+    let hits = retriever.search("Which animals are tall?", 5).expect("search");
     assert_eq!(hits.first().map(|p| p.id.as_str()), Some("c"));
 }
 
@@ -76,21 +66,11 @@ fn reindexing_the_same_ids_replaces_their_passages() {
     );
     let first = build(std::slice::from_ref(&v1), &index_dir);
     let long_chunks = first.passages_indexed - 2;
-    assert!(
-        long_chunks >= 3,
-        "the long document is chunked ({long_chunks} passages)"
-    );
+    assert!(long_chunks >= 3, "the long document is chunked ({long_chunks} passages)");
     assert_eq!(first.passages_replaced, 0);
 
     let v2 = dir.path().join("v2.jsonl");
-    write(
-        &v2,
-        &[
-            record("short", "Short", "the wombat frowns"),
-            record("long", "Long", "now brief"),
-        ]
-        .join("\n"),
-    );
+    write(&v2, &[record("short", "Short", "the wombat frowns"), record("long", "Long", "now brief")].join("\n"));
     let second = build(std::slice::from_ref(&v2), &index_dir);
 
     assert_eq!(second.passages_indexed, 2);
@@ -98,60 +78,24 @@ fn reindexing_the_same_ids_replaces_their_passages() {
     assert_eq!(second.passages_total, 3, "short, long and keep, once each");
     let retriever = Bm25Retriever::open(&index_dir).expect("open");
     assert_eq!(retriever.len(), 3);
-    assert!(
-        retriever.search("quokka", 5).expect("search").is_empty(),
-        "old text is gone"
-    );
-    assert!(
-        retriever
-            .search("old17 zebra", 5)
-            .expect("search")
-            .is_empty(),
-        "old chunks are gone"
-    );
-    assert_eq!(
-        ids(&retriever.search("wombat", 5).expect("search")),
-        ["short"]
-    );
+    assert!(retriever.search("quokka", 5).expect("search").is_empty(), "old text is gone");
+    assert!(retriever.search("old17 zebra", 5).expect("search").is_empty(), "old chunks are gone");
+    assert_eq!(ids(&retriever.search("wombat", 5).expect("search")), ["short"]);
     assert!(retriever.passage("long#1").expect("lookup").is_none());
-    assert_eq!(
-        retriever.passage("keep").expect("lookup").map(|p| p.text),
-        Some("kept intact".to_string())
-    );
+    assert_eq!(retriever.passage("keep").expect("lookup").map(|p| p.text), Some("kept intact".to_string()));
 
     // The same input again changes nothing but counts as replacement.
     let third = build(std::slice::from_ref(&v2), &index_dir);
-    assert_eq!(
-        (
-            third.passages_indexed,
-            third.passages_replaced,
-            third.passages_total
-        ),
-        (2, 2, 3)
-    );
+    assert_eq!((third.passages_indexed, third.passages_replaced, third.passages_total), (2, 2, 3));
 }
 
 #[test]
 fn a_duplicate_id_within_one_build_keeps_the_last_version() {
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = dir.path().join("c.jsonl");
-    write(
-        &corpus,
-        &[
-            record("x", "X", "first version ocelot"),
-            record("x", "X", "second version lynx"),
-        ]
-        .join("\n"),
-    );
+    write(&corpus, &[record("x", "X", "first version ocelot"), record("x", "X", "second version lynx")].join("\n"));
     let report = build(std::slice::from_ref(&corpus), &dir.path().join("idx"));
-    assert_eq!(
-        (
-            report.passages_indexed,
-            report.passages_replaced,
-            report.passages_total
-        ),
-        (2, 1, 1)
-    );
+    assert_eq!((report.passages_indexed, report.passages_replaced, report.passages_total), (2, 1, 1));
     let retriever = Bm25Retriever::open(&dir.path().join("idx")).expect("open");
     assert!(retriever.search("ocelot", 3).expect("search").is_empty());
     assert_eq!(ids(&retriever.search("lynx", 3).expect("search")), ["x"]);
@@ -162,26 +106,14 @@ fn text_folders_are_chunked_with_offsets_into_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let docs = dir.path().join("docs");
     fs::create_dir_all(docs.join("sub")).expect("mkdir");
-    let long = format!(
-        "# Field guide\n\n{} The pangolin is scaly. {}",
-        filler("pre", 300),
-        filler("post", 300)
-    );
+    let long = format!("# Field guide\n\n{} The pangolin is scaly. {}", filler("pre", 300), filler("post", 300));
     write(&docs.join("sub/guide.md"), &long);
     write(&docs.join("note.txt"), "A short note about capybaras.");
     let index_dir = dir.path().join("idx");
-    let opts = IndexOptions {
-        chunking: ChunkOptions {
-            window_tokens: 128,
-            overlap_tokens: 16,
-        },
-        ..Default::default()
-    };
+    let opts = IndexOptions { chunking: ChunkOptions { window_tokens: 128, overlap_tokens: 16 }, ..Default::default() };
     let progress = std::cell::RefCell::new(Vec::new());
-    let report = build_index(std::slice::from_ref(&docs), &index_dir, &opts, &|p| {
-        progress.borrow_mut().push(p)
-    })
-    .expect("build");
+    let report =
+        build_index(std::slice::from_ref(&docs), &index_dir, &opts, &|p| progress.borrow_mut().push(p)).expect("build");
 
     assert_eq!(report.documents, 2);
     assert!(report.passages_indexed > 4);
@@ -193,10 +125,7 @@ fn text_folders_are_chunked_with_offsets_into_the_file() {
     assert_eq!(last.passages, report.passages_indexed);
 
     let retriever = Bm25Retriever::open(&index_dir).expect("open");
-    let hit = retriever
-        .search("scaly pangolins", 1)
-        .expect("search")
-        .remove(0);
+    let hit = retriever.search("scaly pangolins", 1).expect("search").remove(0);
     let doc_id = format!("{}/sub/guide.md", docs.display());
     assert_eq!(hit.doc_id.as_deref(), Some(doc_id.as_str()));
     assert_eq!(hit.title, "Field guide");
@@ -210,15 +139,7 @@ fn text_folders_are_chunked_with_offsets_into_the_file() {
 fn queries_with_search_syntax_or_nothing_searchable_never_fail() {
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = dir.path().join("c.jsonl");
-    write(
-        &corpus,
-        &[record(
-            "a",
-            "Title: AND",
-            "plus + minus - colon: quote \" caret ^ star *",
-        )]
-        .join("\n"),
-    );
+    write(&corpus, &[record("a", "Title: AND", "plus + minus - colon: quote \" caret ^ star *")].join("\n"));
     let index_dir = dir.path().join("idx");
     build(&[corpus], &index_dir);
     let retriever = Bm25Retriever::open(&index_dir).expect("open");
@@ -236,19 +157,11 @@ fn queries_with_search_syntax_or_nothing_searchable_never_fail() {
         "\u{0}\u{1f}",
     ];
     for query in weird {
-        retriever
-            .search(query, 5)
-            .unwrap_or_else(|err| panic!("{query:?}: {err}"));
+        retriever.search(query, 5).unwrap_or_else(|err| panic!("{query:?}: {err}"));
     }
-    assert_eq!(
-        ids(&retriever.search("caret: star^", 5).expect("search")),
-        ["a"]
-    );
+    assert_eq!(ids(&retriever.search("caret: star^", 5).expect("search")), ["a"]);
     for nothing in ["", "   ", "?!...", "the of and"] {
-        assert!(
-            retriever.search(nothing, 5).expect("search").is_empty(),
-            "{nothing:?}"
-        );
+        assert!(retriever.search(nothing, 5).expect("search").is_empty(), "{nothing:?}");
     }
     assert!(retriever.search("caret", 0).expect("search").is_empty());
     let huge = "caret ".repeat(100_000);
@@ -262,18 +175,12 @@ fn a_missing_or_broken_index_gives_a_clear_error() {
     let err = Bm25Retriever::open(&missing).expect_err("missing index");
     assert!(matches!(err, IndexError::MissingIndex { .. }), "{err:?}");
     let message = err.to_string();
-    assert!(
-        message.contains(&missing.display().to_string()) && message.contains("hopwise index"),
-        "{message}"
-    );
+    assert!(message.contains(&missing.display().to_string()) && message.contains("hopwise index"), "{message}");
 
     // An empty directory is not an index either.
     let empty = dir.path().join("empty");
     fs::create_dir(&empty).expect("mkdir");
-    assert!(matches!(
-        Bm25Retriever::open(&empty),
-        Err(IndexError::MissingIndex { .. })
-    ));
+    assert!(matches!(Bm25Retriever::open(&empty), Err(IndexError::MissingIndex { .. })));
 
     // Garbage metadata, and metadata without the index files.
     let broken = dir.path().join("broken");
@@ -300,10 +207,7 @@ fn a_missing_or_broken_index_gives_a_clear_error() {
     meta["schema_version"] = serde_json::json!(99);
     write(&meta_path, &meta.to_string());
     let err = Bm25Retriever::open(&future).expect_err("future schema");
-    assert!(
-        matches!(err, IndexError::IncompatibleIndex { found: 99, .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, IndexError::IncompatibleIndex { found: 99, .. }), "{err:?}");
 }
 
 #[test]
@@ -314,19 +218,13 @@ fn building_into_a_foreign_directory_is_refused() {
     let foreign = dir.path().join("home");
     fs::create_dir(&foreign).expect("mkdir");
     write(&foreign.join("thesis.tex"), "precious");
-    let err =
-        build_index(&[corpus], &foreign, &IndexOptions::default(), &|_| {}).expect_err("refused");
+    let err = build_index(&[corpus], &foreign, &IndexOptions::default(), &|_| {}).expect_err("refused");
     assert!(matches!(err, IndexError::NotAnIndexDir { .. }), "{err:?}");
-    assert_eq!(
-        fs::read_dir(&foreign).expect("ls").count(),
-        1,
-        "nothing was written"
-    );
+    assert_eq!(fs::read_dir(&foreign).expect("ls").count(), 1, "nothing was written");
 
     let missing_input = dir.path().join("typo.jsonl");
     let fresh = dir.path().join("fresh");
-    let err = build_index(&[missing_input], &fresh, &IndexOptions::default(), &|_| {})
-        .expect_err("no input");
+    let err = build_index(&[missing_input], &fresh, &IndexOptions::default(), &|_| {}).expect_err("no input");
     assert!(matches!(err, IndexError::InputNotFound { .. }), "{err:?}");
     assert!(!fresh.exists(), "no empty index is left behind");
 }
@@ -339,28 +237,12 @@ fn changing_the_chunking_of_an_existing_index_is_warned_about() {
     let index_dir = dir.path().join("idx");
     let first = build(std::slice::from_ref(&corpus), &index_dir);
     assert_eq!((first.warnings_total, first.passages_total), (0, 1));
-    let small = IndexOptions {
-        chunking: ChunkOptions {
-            window_tokens: 20,
-            overlap_tokens: 5,
-        },
-        ..Default::default()
-    };
-    let second =
-        build_index(std::slice::from_ref(&corpus), &index_dir, &small, &|_| {}).expect("rebuild");
+    let small = IndexOptions { chunking: ChunkOptions { window_tokens: 20, overlap_tokens: 5 }, ..Default::default() };
+    let second = build_index(std::slice::from_ref(&corpus), &index_dir, &small, &|_| {}).expect("rebuild");
     assert_eq!(second.warnings_total, 1);
     assert_eq!(second.warnings[0].kind, hopwise_index::IssueKind::Notice);
-    assert!(
-        second.passages_total > 1,
-        "the document was re-chunked with the new window"
-    );
-    assert_eq!(
-        Bm25Retriever::open(&index_dir)
-            .expect("open")
-            .meta()
-            .chunking,
-        small.chunking
-    );
+    assert!(second.passages_total > 1, "the document was re-chunked with the new window");
+    assert_eq!(Bm25Retriever::open(&index_dir).expect("open").meta().chunking, small.chunking);
 }
 
 fn ids(passages: &[hopwise_core::Passage]) -> Vec<&str> {
@@ -372,11 +254,7 @@ fn data_dir() -> PathBuf {
         return PathBuf::from(dir);
     }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    assert!(
-        dir.is_dir(),
-        "shared data not found at {}; set HOPWISE_DATA_DIR",
-        dir.display()
-    );
+    assert!(dir.is_dir(), "shared data not found at {}; set HOPWISE_DATA_DIR", dir.display());
     dir
 }
 
@@ -398,10 +276,7 @@ fn hotpot_questions(data: &Path, n: usize) -> Vec<Question> {
                 .filter(|p| p["supporting"].as_bool() == Some(true))
                 .filter_map(|p| p["title"].as_str().map(str::to_string))
                 .collect();
-            Question {
-                question: v["question"].as_str().expect("question").to_string(),
-                supporting_titles,
-            }
+            Question { question: v["question"].as_str().expect("question").to_string(), supporting_titles }
         })
         .collect()
 }
@@ -416,10 +291,7 @@ async fn hotpotqa_questions_find_their_supporting_paragraphs_and_rebuilds_agree(
     let (first_dir, second_dir) = (dir.path().join("first"), dir.path().join("second"));
     let report = build(std::slice::from_ref(&corpus), &first_dir);
     assert_eq!(report.skipped_total, 0, "{:?}", report.skipped);
-    assert!(
-        report.passages_total > report.documents,
-        "some HotPotQA paragraphs are long enough to chunk"
-    );
+    assert!(report.passages_total > report.documents, "some HotPotQA paragraphs are long enough to chunk");
     build(std::slice::from_ref(&corpus), &second_dir);
 
     let first = Bm25Retriever::open(&first_dir).expect("open first");
@@ -428,69 +300,37 @@ async fn hotpotqa_questions_find_their_supporting_paragraphs_and_rebuilds_agree(
 
     // The first question: "Which Canadian rock band released a song called "Counterparts" and had a
     // drummer who was inducted into the Modern Drummer Hall of Fame?" needs Neil Peart's paragraph.
-    let top = first
-        .retrieve(&questions[0].question, 5)
-        .await
-        .expect("retrieve");
-    assert!(questions[0]
-        .supporting_titles
-        .contains(&"Neil Peart".to_string()));
-    let peart = top
-        .iter()
-        .find(|p| p.title == "Neil Peart")
-        .expect("Neil Peart's paragraph in the top 5");
+    let top = first.retrieve(&questions[0].question, 5).await.expect("retrieve");
+    assert!(questions[0].supporting_titles.contains(&"Neil Peart".to_string()));
+    let peart = top.iter().find(|p| p.title == "Neil Peart").expect("Neil Peart's paragraph in the top 5");
     assert!(peart.text.contains("Rush"), "{}", peart.text);
-    assert!(
-        top.windows(2).all(|w| w[0].score >= w[1].score),
-        "best first"
-    );
+    assert!(top.windows(2).all(|w| w[0].score >= w[1].score), "best first");
 
     let mut with_support = 0;
     for q in &questions {
         let a = first.retrieve(&q.question, 5).await.expect("retrieve");
         let b = second.retrieve(&q.question, 5).await.expect("retrieve");
-        let key = |ps: &[hopwise_core::Passage]| {
-            ps.iter()
-                .map(|p| (p.id.clone(), p.score.to_bits()))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            key(&a),
-            key(&b),
-            "rebuilt index answers {:?} differently",
-            q.question
-        );
+        let key =
+            |ps: &[hopwise_core::Passage]| ps.iter().map(|p| (p.id.clone(), p.score.to_bits())).collect::<Vec<_>>();
+        assert_eq!(key(&a), key(&b), "rebuilt index answers {:?} differently", q.question);
         if a.iter().any(|p| q.supporting_titles.contains(&p.title)) {
             with_support += 1;
         }
     }
-    assert!(
-        with_support >= 80,
-        "only {with_support}/100 questions had a supporting paragraph in the top 5"
-    );
+    assert!(with_support >= 80, "only {with_support}/100 questions had a supporting paragraph in the top 5");
 
     // Chunked records: offsets point into the corpus record's text.
     let long_record = fs::read_to_string(&corpus)
         .expect("read corpus")
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("record"))
-        .find(|r| {
-            r["text"]
-                .as_str()
-                .is_some_and(|t| t.split_whitespace().count() > 400)
-        })
+        .find(|r| r["text"].as_str().is_some_and(|t| t.split_whitespace().count() > 400))
         .expect("a long record");
     let id = long_record["id"].as_str().expect("id");
     let text = long_record["text"].as_str().expect("text");
-    let part = first
-        .passage(&format!("{id}#1"))
-        .expect("lookup")
-        .expect("second chunk of the long record");
+    let part = first.passage(&format!("{id}#1")).expect("lookup").expect("second chunk of the long record");
     let (start, end) = part.offsets.expect("offsets");
     assert_eq!(&text[start..end], part.text);
     assert_eq!(part.doc_id.as_deref(), Some(id));
-    assert!(
-        first.passage(id).expect("lookup").is_none(),
-        "chunked records have no unsuffixed passage"
-    );
+    assert!(first.passage(id).expect("lookup").is_none(), "chunked records have no unsuffixed passage");
 }

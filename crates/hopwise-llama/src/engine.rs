@@ -65,26 +65,16 @@ pub(crate) fn spawn(path: PathBuf, config: &LocalConfig) -> Result<(mpsc::Sender
         .name("hopwise-llama".into())
         .spawn(move || run_worker(path, config, job_receiver, ready_sender))
         .map_err(|err| LlamaError::io("starting the model thread", err))?;
-    let info = ready_receiver
-        .recv()
-        .map_err(|_| LlamaError::WorkerGone)??;
+    let info = ready_receiver.recv().map_err(|_| LlamaError::WorkerGone)??;
     Ok((job_sender, info))
 }
 
-fn run_worker(
-    path: PathBuf,
-    config: LocalConfig,
-    jobs: mpsc::Receiver<Job>,
-    ready: mpsc::Sender<Result<ModelInfo>>,
-) {
+fn run_worker(path: PathBuf, config: LocalConfig, jobs: mpsc::Receiver<Job>, ready: mpsc::Sender<Result<ModelInfo>>) {
     let started = Instant::now();
     let threads = config.resolved_threads();
     let loaded = backend().and_then(|backend| {
         let model = LlamaModel::load_from_file(backend, &path, &LlamaModelParams::default())
-            .map_err(|err| LlamaError::Load {
-                path: path.clone(),
-                message: err.to_string(),
-            })?;
+            .map_err(|err| LlamaError::Load { path: path.clone(), message: err.to_string() })?;
         Ok((backend, model))
     });
     let (backend, model) = match loaded {
@@ -110,10 +100,7 @@ fn run_worker(
     let context = match model.new_context(backend, params) {
         Ok(context) => context,
         Err(err) => {
-            let _ = ready.send(Err(LlamaError::Load {
-                path: path.clone(),
-                message: format!("context: {err}"),
-            }));
+            let _ = ready.send(Err(LlamaError::Load { path: path.clone(), message: format!("context: {err}") }));
             return;
         }
     };
@@ -177,17 +164,11 @@ impl Pending {
         }
         let response = ChatResponse {
             choices: self.completions,
-            usage: Usage {
-                prompt_tokens: self.prompt.len() as u64,
-                completion_tokens,
-            },
+            usage: Usage { prompt_tokens: self.prompt.len() as u64, completion_tokens },
             grammar_used: self.params.grammar.is_some(),
         };
         if let Some(reply) = self.reply.take() {
-            let _ = reply.send(Ok(Generation {
-                response,
-                timing: self.timing,
-            }));
+            let _ = reply.send(Ok(Generation { response, timing: self.timing }));
         }
     }
 
@@ -227,25 +208,17 @@ impl SequenceSampler {
         };
         let mut candidates = context.token_data_array_ith(index);
         candidates.apply_sampler(&mut self.chain);
-        let proposed = candidates
-            .selected_token()
-            .ok_or_else(|| runtime("the sampler selected no token"))?;
-        let mut single =
-            LlamaTokenDataArray::new(vec![LlamaTokenData::new(proposed, 1.0, 0.0)], false);
+        let proposed = candidates.selected_token().ok_or_else(|| runtime("the sampler selected no token"))?;
+        let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(proposed, 1.0, 0.0)], false);
         single.apply_sampler(grammar);
-        let allowed = single
-            .data
-            .first()
-            .is_some_and(|data| data.logit().is_finite());
+        let allowed = single.data.first().is_some_and(|data| data.logit().is_finite());
         let token = if allowed {
             proposed
         } else {
             let mut candidates = context.token_data_array_ith(index);
             candidates.apply_sampler(grammar);
             candidates.apply_sampler(&mut self.chain);
-            candidates
-                .selected_token()
-                .ok_or_else(|| runtime("the grammar allows no token here"))?
+            candidates.selected_token().ok_or_else(|| runtime("the grammar allows no token here"))?
         };
         grammar.accept(token);
         self.chain.accept(token);
@@ -291,10 +264,7 @@ impl<'model> Engine<'model> {
         };
         let bos_text = special_text(vocab.bos());
         let eos_text = special_text(vocab.eos());
-        let template = model
-            .chat_template(None)
-            .ok()
-            .and_then(|template| template.to_string().ok());
+        let template = model.chat_template(None).ok().and_then(|template| template.to_string().ok());
         let mut engine = Self {
             model,
             context,
@@ -317,10 +287,7 @@ impl<'model> Engine<'model> {
         let Some(source) = &self.template else {
             return TemplateSource::ChatMlFallback;
         };
-        let probe = [
-            hopwise_core::ChatMessage::system("s"),
-            hopwise_core::ChatMessage::user("u"),
-        ];
+        let probe = [hopwise_core::ChatMessage::system("s"), hopwise_core::ChatMessage::user("u")];
         if template::render_jinja(source, &probe, &self.bos_text, &self.eos_text).is_ok() {
             TemplateSource::Gguf
         } else if self.render_builtin(&probe).is_ok() {
@@ -331,27 +298,19 @@ impl<'model> Engine<'model> {
     }
 
     fn render_builtin(&self, messages: &[hopwise_core::ChatMessage]) -> Result<String> {
-        let template = self
-            .model
-            .chat_template(None)
-            .map_err(|err| LlamaError::Template(err.to_string()))?;
+        let template = self.model.chat_template(None).map_err(|err| LlamaError::Template(err.to_string()))?;
         let chat = messages
             .iter()
-            .map(|message| {
-                LlamaChatMessage::new(role_name(message.role).to_string(), message.content.clone())
-            })
+            .map(|message| LlamaChatMessage::new(role_name(message.role).to_string(), message.content.clone()))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|err| LlamaError::Template(err.to_string()))?;
-        self.model
-            .apply_chat_template(&template, &chat, true)
-            .map_err(|err| LlamaError::Template(err.to_string()))
+        self.model.apply_chat_template(&template, &chat, true).map_err(|err| LlamaError::Template(err.to_string()))
     }
 
     fn render_prompt(&self, messages: &[hopwise_core::ChatMessage]) -> Result<String> {
         match (self.template_source, &self.template) {
             (TemplateSource::Gguf, Some(source)) => {
-                template::render_jinja(source, messages, &self.bos_text, &self.eos_text)
-                    .map_err(LlamaError::Template)
+                template::render_jinja(source, messages, &self.bos_text, &self.eos_text).map_err(LlamaError::Template)
             }
             (TemplateSource::LlamaBuiltin, _) => self.render_builtin(messages),
             _ => Ok(template::render_chatml(messages)),
@@ -361,29 +320,20 @@ impl<'model> Engine<'model> {
     fn tokenize_prompt(&self, text: &str) -> Vec<LlamaToken> {
         let vocab = self.model.vocab();
         // Templates that write the BOS text themselves must not get a second one.
-        let add_special = vocab.should_add_bos()
-            && (self.bos_text.is_empty() || !text.starts_with(&self.bos_text));
+        let add_special = vocab.should_add_bos() && (self.bos_text.is_empty() || !text.starts_with(&self.bos_text));
         vocab.tokenize(text.as_bytes(), add_special, true)
     }
 
     fn prepare(&self, job: Job) -> Option<Pending> {
-        let Job {
-            request,
-            reply,
-            queued_at,
-        } = job;
+        let Job { request, reply, queued_at } = job;
         let prepared = self.render_prompt(&request.messages).and_then(|text| {
             let prompt = self.tokenize_prompt(&text);
             if prompt.is_empty() || prompt.len() >= self.n_ctx {
-                return Err(LlamaError::PromptTooLong {
-                    prompt_tokens: prompt.len(),
-                    n_ctx: self.n_ctx as u32,
-                });
+                return Err(LlamaError::PromptTooLong { prompt_tokens: prompt.len(), n_ctx: self.n_ctx as u32 });
             }
             if let Some(grammar) = &request.params.grammar {
                 // Fail the request up front rather than inside a round shared with others.
-                LlamaSampler::grammar(self.model, grammar, "root")
-                    .map_err(|_| LlamaError::Grammar)?;
+                LlamaSampler::grammar(self.model, grammar, "root").map_err(|_| LlamaError::Grammar)?;
             }
             Ok(prompt)
         });
@@ -397,19 +347,13 @@ impl<'model> Engine<'model> {
         let params = request.params;
         let generation_cap = (params.max_tokens as usize).min(self.n_ctx - prompt.len());
         let base_seed = params.seed.unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|elapsed| elapsed.as_nanos() as u64)
-                .unwrap_or(0)
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_nanos() as u64).unwrap_or(0)
         });
         Some(Pending {
             reply: Some(reply),
             samples_wanted: params.n.max(1) as usize,
             samples_started: 0,
-            timing: Timing {
-                prompt_tokens: prompt.len(),
-                ..Timing::default()
-            },
+            timing: Timing { prompt_tokens: prompt.len(), ..Timing::default() },
             params,
             prompt,
             generation_cap,
@@ -421,10 +365,7 @@ impl<'model> Engine<'model> {
     }
 
     fn serve(&mut self, jobs: Vec<Job>) {
-        let mut pending: VecDeque<Pending> = jobs
-            .into_iter()
-            .filter_map(|job| self.prepare(job))
-            .collect();
+        let mut pending: VecDeque<Pending> = jobs.into_iter().filter_map(|job| self.prepare(job)).collect();
         while !pending.is_empty() {
             // Admit requests in arrival order while their next wave fits the cells and sequences left.
             let mut round: Vec<(Pending, usize)> = Vec::new();
@@ -433,13 +374,11 @@ impl<'model> Engine<'model> {
                 if front.generation_cap == 0 {
                     if let Some(done) = pending.pop_front() {
                         let mut done = done;
-                        done.completions = vec![
-                            Completion {
-                                finish_reason: Some("length".into()),
-                                ..Completion::default()
-                            };
-                            done.samples_wanted
-                        ];
+                        done.completions =
+                            vec![
+                                Completion { finish_reason: Some("length".into()), ..Completion::default() };
+                                done.samples_wanted
+                            ];
                         done.finish();
                     }
                     continue;
@@ -458,9 +397,7 @@ impl<'model> Engine<'model> {
             if round.is_empty() {
                 // Unreachable by construction (a lone request always fits); never spin on it.
                 if let Some(stuck) = pending.pop_front() {
-                    stuck.fail(LlamaError::Runtime(
-                        "request does not fit the KV cache".into(),
-                    ));
+                    stuck.fail(LlamaError::Runtime("request does not fit the KV cache".into()));
                 }
                 continue;
             }
@@ -488,17 +425,9 @@ impl<'model> Engine<'model> {
         }
     }
 
-    fn sampler(
-        &self,
-        params: &GenParams,
-        sample_index: usize,
-        base_seed: u64,
-    ) -> Result<SequenceSampler> {
+    fn sampler(&self, params: &GenParams, sample_index: usize, base_seed: u64) -> Result<SequenceSampler> {
         let grammar = match &params.grammar {
-            Some(grammar) => Some(
-                LlamaSampler::grammar(self.model, grammar, "root")
-                    .map_err(|_| LlamaError::Grammar)?,
-            ),
+            Some(grammar) => Some(LlamaSampler::grammar(self.model, grammar, "root").map_err(|_| LlamaError::Grammar)?),
             None => None,
         };
         let mut stages = Vec::new();
@@ -506,9 +435,7 @@ impl<'model> Engine<'model> {
             stages.push(LlamaSampler::greedy());
         } else {
             if self.top_k > 0 {
-                stages.push(LlamaSampler::top_k(
-                    i32::try_from(self.top_k).unwrap_or(i32::MAX),
-                ));
+                stages.push(LlamaSampler::top_k(i32::try_from(self.top_k).unwrap_or(i32::MAX)));
             }
             if params.top_p < 1.0 {
                 stages.push(LlamaSampler::top_p(params.top_p.max(0.0), 1));
@@ -518,10 +445,7 @@ impl<'model> Engine<'model> {
             let seed = (base_seed.wrapping_add(sample_index as u64) % u64::from(u32::MAX)) as u32;
             stages.push(LlamaSampler::dist(seed));
         }
-        Ok(SequenceSampler {
-            chain: LlamaSampler::chain_simple(stages),
-            grammar,
-        })
+        Ok(SequenceSampler { chain: LlamaSampler::chain_simple(stages), grammar })
     }
 
     /// Evaluates `tokens` into sequence `seq_id` from position 0; returns the batch index of the logits.
@@ -534,9 +458,7 @@ impl<'model> Engine<'model> {
             for (offset, token) in chunk.iter().enumerate() {
                 let position = (chunk_index * self.n_batch + offset) as i32;
                 let wants_logits = is_last_chunk && offset + 1 == chunk.len();
-                self.batch
-                    .add(*token, position, &[seq_id], wants_logits)
-                    .map_err(runtime)?;
+                self.batch.add(*token, position, &[seq_id], wants_logits).map_err(runtime)?;
             }
             self.context.decode(&mut self.batch).map_err(runtime)?;
             last_index = chunk.len() as i32 - 1;
@@ -548,12 +470,7 @@ impl<'model> Engine<'model> {
     fn top_logprobs(&self, index: i32) -> Vec<(String, f32)> {
         let logits = self.context.get_logits_ith(index);
         let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let log_sum = max
-            + logits
-                .iter()
-                .map(|logit| (logit - max).exp())
-                .sum::<f32>()
-                .ln();
+        let log_sum = max + logits.iter().map(|logit| (logit - max).exp()).sum::<f32>().ln();
         let mut best: Vec<(usize, f32)> = Vec::with_capacity(TOP_LOGPROBS + 1);
         for (token, &logit) in logits.iter().enumerate() {
             if best.len() < TOP_LOGPROBS || logit > best[best.len() - 1].1 {
@@ -566,10 +483,7 @@ impl<'model> Engine<'model> {
         best.into_iter()
             .map(|(token, logit)| {
                 let piece = vocab.token_to_piece(LlamaToken(token as i32), false, None);
-                (
-                    String::from_utf8_lossy(&piece).into_owned(),
-                    logit - log_sum,
-                )
+                (String::from_utf8_lossy(&piece).into_owned(), logit - log_sum)
             })
             .collect()
     }
@@ -587,11 +501,7 @@ impl<'model> Engine<'model> {
         let stops = &request.params.stop;
         if !stops.is_empty() {
             let text = String::from_utf8_lossy(&sequence.bytes);
-            let cut = stops
-                .iter()
-                .filter(|stop| !stop.is_empty())
-                .filter_map(|stop| text.find(stop.as_str()))
-                .min();
+            let cut = stops.iter().filter(|stop| !stop.is_empty()).filter_map(|stop| text.find(stop.as_str())).min();
             if let Some(cut) = cut {
                 sequence.finish = Some(Finish::Stop(Some(text[..cut].to_string())));
                 return;
@@ -613,9 +523,7 @@ impl<'model> Engine<'model> {
             request.timing.prompt_time += started.elapsed();
             request.timing.prompt_evaluations += 1;
             for offset in 1..*wave as i32 {
-                self.context
-                    .kv_cache_seq_cp(first_seq, first_seq + offset, None, None)
-                    .map_err(runtime)?;
+                self.context.kv_cache_seq_cp(first_seq, first_seq + offset, None, None).map_err(runtime)?;
             }
             if request.params.logprobs && request.top_logprobs.is_none() {
                 request.top_logprobs = Some(self.top_logprobs(logits_index));
@@ -643,23 +551,14 @@ impl<'model> Engine<'model> {
         let started = Instant::now();
         let mut steps = 0;
         loop {
-            let live: Vec<usize> = (0..sequences.len())
-                .filter(|&index| sequences[index].finish.is_none())
-                .collect();
+            let live: Vec<usize> = (0..sequences.len()).filter(|&index| sequences[index].finish.is_none()).collect();
             if live.is_empty() {
                 break;
             }
             self.batch.clear();
             for &index in &live {
                 let sequence = &sequences[index];
-                self.batch
-                    .add(
-                        sequence.last_token,
-                        sequence.position,
-                        &[sequence.seq_id],
-                        true,
-                    )
-                    .map_err(runtime)?;
+                self.batch.add(sequence.last_token, sequence.position, &[sequence.seq_id], true).map_err(runtime)?;
             }
             self.context.decode(&mut self.batch).map_err(runtime)?;
             steps += 1;
@@ -682,20 +581,10 @@ impl<'model> Engine<'model> {
             request.timing.generated_tokens += sequence.tokens;
             let (text, reason) = match sequence.finish {
                 Some(Finish::Stop(Some(cut))) => (cut, "stop"),
-                Some(Finish::Stop(None)) => (
-                    String::from_utf8_lossy(&sequence.bytes).into_owned(),
-                    "stop",
-                ),
-                _ => (
-                    String::from_utf8_lossy(&sequence.bytes).into_owned(),
-                    "length",
-                ),
+                Some(Finish::Stop(None)) => (String::from_utf8_lossy(&sequence.bytes).into_owned(), "stop"),
+                _ => (String::from_utf8_lossy(&sequence.bytes).into_owned(), "length"),
             };
-            request.completions.push(Completion {
-                text,
-                finish_reason: Some(reason.into()),
-                top_logprobs: Vec::new(),
-            });
+            request.completions.push(Completion { text, finish_reason: Some(reason.into()), top_logprobs: Vec::new() });
         }
         Ok(())
     }

@@ -32,34 +32,18 @@ pub struct GgufSummary {
 /// Checks that `path` exists, is a GGUF file and is not truncated.
 pub fn validate(path: &Path) -> Result<GgufSummary> {
     let file = File::open(path).map_err(|err| match err.kind() {
-        std::io::ErrorKind::NotFound => LlamaError::MissingFile {
-            path: path.to_path_buf(),
-        },
+        std::io::ErrorKind::NotFound => LlamaError::MissingFile { path: path.to_path_buf() },
         _ => LlamaError::io(format!("opening {}", path.display()), err),
     })?;
-    let file_size = file
-        .metadata()
-        .map_err(|err| LlamaError::io(format!("reading metadata of {}", path.display()), err))?
-        .len();
-    let mut reader = HeaderReader {
-        inner: BufReader::with_capacity(1 << 16, file),
-        position: 0,
-    };
-    let not_gguf = |reason: String| LlamaError::NotGguf {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let truncated = |needed: u64| LlamaError::Truncated {
-        path: path.to_path_buf(),
-        actual: file_size,
-        needed,
-    };
+    let file_size =
+        file.metadata().map_err(|err| LlamaError::io(format!("reading metadata of {}", path.display()), err))?.len();
+    let mut reader = HeaderReader { inner: BufReader::with_capacity(1 << 16, file), position: 0 };
+    let not_gguf = |reason: String| LlamaError::NotGguf { path: path.to_path_buf(), reason };
+    let truncated = |needed: u64| LlamaError::Truncated { path: path.to_path_buf(), actual: file_size, needed };
 
     let mut magic = [0u8; 4];
     if reader.read_exact(&mut magic).is_err() || &magic != MAGIC {
-        return Err(not_gguf(
-            "the file does not start with the GGUF magic bytes".into(),
-        ));
+        return Err(not_gguf("the file does not start with the GGUF magic bytes".into()));
     }
     let header = parse_header(&mut reader).map_err(|failure| match failure {
         HeaderFailure::Eof => truncated(reader.position + 1),
@@ -126,18 +110,14 @@ impl<R: Read> HeaderReader<R> {
     fn count(&mut self, what: &str) -> HeaderResult<u64> {
         let value = self.u64()?;
         if value > MAX_COUNT {
-            return Err(HeaderFailure::Corrupt(format!(
-                "implausible {what} count {value}"
-            )));
+            return Err(HeaderFailure::Corrupt(format!("implausible {what} count {value}")));
         }
         Ok(value)
     }
     fn string(&mut self) -> HeaderResult<String> {
         let len = self.u64()?;
         if len > MAX_STRING {
-            return Err(HeaderFailure::Corrupt(format!(
-                "implausible string length {len}"
-            )));
+            return Err(HeaderFailure::Corrupt(format!("implausible string length {len}")));
         }
         let mut bytes = vec![0u8; len as usize];
         self.read_exact(&mut bytes)?;
@@ -182,9 +162,7 @@ fn read_value<R: Read>(reader: &mut HeaderReader<R>, value_type: u32) -> HeaderR
                     reader.skip(item_len)?;
                 }
             } else {
-                return Err(HeaderFailure::Corrupt(format!(
-                    "unsupported array item type {item_type}"
-                )));
+                return Err(HeaderFailure::Corrupt(format!("unsupported array item type {item_type}")));
             }
             Ok(MetaValue::Other)
         }
@@ -192,9 +170,7 @@ fn read_value<R: Read>(reader: &mut HeaderReader<R>, value_type: u32) -> HeaderR
         10 => Ok(MetaValue::Integer(reader.u64()?)),
         other => match scalar_width(other) {
             Some(width) => reader.skip(width).map(|_| MetaValue::Other),
-            None => Err(HeaderFailure::Corrupt(format!(
-                "unknown metadata type {other}"
-            ))),
+            None => Err(HeaderFailure::Corrupt(format!("unknown metadata type {other}"))),
         },
     }
 }
@@ -202,9 +178,7 @@ fn read_value<R: Read>(reader: &mut HeaderReader<R>, value_type: u32) -> HeaderR
 fn parse_header<R: Read>(reader: &mut HeaderReader<R>) -> HeaderResult<ParsedHeader> {
     let version = reader.u32()?;
     if !(2..=3).contains(&version) {
-        return Err(HeaderFailure::Corrupt(format!(
-            "unsupported GGUF version {version}"
-        )));
+        return Err(HeaderFailure::Corrupt(format!("unsupported GGUF version {version}")));
     }
     let tensor_count = reader.count("tensor")?;
     let metadata_count = reader.count("metadata")?;
@@ -224,9 +198,7 @@ fn parse_header<R: Read>(reader: &mut HeaderReader<R>) -> HeaderResult<ParsedHea
         let _name = reader.string()?;
         let n_dims = reader.u32()?;
         if n_dims > MAX_DIMS {
-            return Err(HeaderFailure::Corrupt(format!(
-                "tensor with {n_dims} dimensions"
-            )));
+            return Err(HeaderFailure::Corrupt(format!("tensor with {n_dims} dimensions")));
         }
         let mut elements = 1u64;
         for _ in 0..n_dims {
@@ -238,10 +210,7 @@ fn parse_header<R: Read>(reader: &mut HeaderReader<R>) -> HeaderResult<ParsedHea
         let size = tensor_bytes(tensor_type, elements).unwrap_or(0);
         data_end = data_end.max(offset.saturating_add(size));
     }
-    let data_start = reader
-        .position
-        .div_ceil(alignment)
-        .saturating_mul(alignment);
+    let data_start = reader.position.div_ceil(alignment).saturating_mul(alignment);
     Ok(ParsedHeader {
         version,
         tensor_count,
@@ -346,30 +315,18 @@ mod tests {
     fn reports_a_file_cut_inside_the_header() {
         let bytes = tiny_gguf(10);
         let file = write_temp(&bytes[..30]);
-        assert!(matches!(
-            validate(file.path()),
-            Err(LlamaError::Truncated { .. })
-        ));
+        assert!(matches!(validate(file.path()), Err(LlamaError::Truncated { .. })));
     }
 
     #[test]
     fn rejects_other_files_and_missing_ones() {
         let file = write_temp(b"<html>not a model</html>");
-        assert!(matches!(
-            validate(file.path()),
-            Err(LlamaError::NotGguf { .. })
-        ));
+        assert!(matches!(validate(file.path()), Err(LlamaError::NotGguf { .. })));
         let mut garbage = tiny_gguf(1);
         garbage[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
         let file = write_temp(&garbage);
-        assert!(matches!(
-            validate(file.path()),
-            Err(LlamaError::NotGguf { .. })
-        ));
+        assert!(matches!(validate(file.path()), Err(LlamaError::NotGguf { .. })));
         let missing = Path::new("/nonexistent/hopwise/model.gguf");
-        assert!(matches!(
-            validate(missing),
-            Err(LlamaError::MissingFile { .. })
-        ));
+        assert!(matches!(validate(missing), Err(LlamaError::MissingFile { .. })));
     }
 }

@@ -20,7 +20,5 @@ pub use engine::GREEDY_TEMPERATURE;
 pub use error::{LlamaError, Result};
 pub use local::{Concurrency, Generation, LocalConfig, LocalLlm, ModelInfo, Timing, THREADS_ENV};
 pub use registry::{KnownModel, DEFAULT_MODEL, TEST_MODEL};
-pub use setup::{
-    default_home, ensure_model, ensure_model_with, installed_model, SetupEvent, SetupOptions,
-};
+pub use setup::{default_home, ensure_model, ensure_model_with, installed_model, SetupEvent, SetupOptions};
 pub use template::TemplateSource;

@@ -47,14 +47,7 @@ pub struct LocalConfig {
 
 impl Default for LocalConfig {
     fn default() -> Self {
-        Self {
-            n_ctx: 4096,
-            threads: None,
-            n_batch: 512,
-            max_sequences: 32,
-            concurrency: Concurrency::Batch,
-            top_k: 40,
-        }
+        Self { n_ctx: 4096, threads: None, n_batch: 512, max_sequences: 32, concurrency: Concurrency::Batch, top_k: 40 }
     }
 }
 
@@ -62,17 +55,9 @@ impl LocalConfig {
     /// The thread count to use: the explicit setting, `HOPWISE_THREADS`, or the available cores.
     pub fn resolved_threads(&self) -> usize {
         self.threads
-            .or_else(|| {
-                std::env::var(THREADS_ENV)
-                    .ok()
-                    .and_then(|value| value.trim().parse().ok())
-            })
+            .or_else(|| std::env::var(THREADS_ENV).ok().and_then(|value| value.trim().parse().ok()))
             .filter(|threads| *threads > 0)
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
     }
 }
 
@@ -128,10 +113,7 @@ pub struct LocalLlm {
 
 impl std::fmt::Debug for LocalLlm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalLlm")
-            .field("name", &self.name)
-            .field("info", &self.info)
-            .finish()
+        f.debug_struct("LocalLlm").field("name", &self.name).field("info", &self.info).finish()
     }
 }
 
@@ -140,17 +122,9 @@ impl LocalLlm {
     pub fn load(path: impl AsRef<Path>, config: LocalConfig) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         gguf::validate(&path)?;
-        let stem = path
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
         let (jobs, info) = engine::spawn(path, &config)?;
-        Ok(Self {
-            name: format!("local:{stem}"),
-            info,
-            config,
-            jobs,
-        })
+        Ok(Self { name: format!("local:{stem}"), info, config, jobs })
     }
 
     /// Resolves a registry name or a GGUF path with [`crate::ensure_model`] (fetching a named model
@@ -185,27 +159,19 @@ impl LocalLlm {
 
     fn submit(&self, request: &ChatRequest) -> Result<oneshot::Receiver<Result<Generation>>> {
         let (reply, receiver) = oneshot::channel();
-        let job = Job {
-            request: request.clone(),
-            reply,
-            queued_at: Instant::now(),
-        };
+        let job = Job { request: request.clone(), reply, queued_at: Instant::now() };
         self.jobs.send(job).map_err(|_| LlamaError::WorkerGone)?;
         Ok(receiver)
     }
 
     /// Generates with this crate's error type and the request's timing.
     pub async fn generate(&self, request: &ChatRequest) -> Result<Generation> {
-        self.submit(request)?
-            .await
-            .map_err(|_| LlamaError::WorkerGone)?
+        self.submit(request)?.await.map_err(|_| LlamaError::WorkerGone)?
     }
 
     /// [`Self::generate`] for synchronous callers. Must not be called from inside an async runtime.
     pub fn generate_blocking(&self, request: &ChatRequest) -> Result<Generation> {
-        self.submit(request)?
-            .blocking_recv()
-            .map_err(|_| LlamaError::WorkerGone)?
+        self.submit(request)?.blocking_recv().map_err(|_| LlamaError::WorkerGone)?
     }
 }
 
@@ -229,15 +195,9 @@ mod tests {
 
     #[test]
     fn explicit_threads_win_and_zero_is_ignored() {
-        let config = LocalConfig {
-            threads: Some(3),
-            ..LocalConfig::default()
-        };
+        let config = LocalConfig { threads: Some(3), ..LocalConfig::default() };
         assert_eq!(config.resolved_threads(), 3);
-        let config = LocalConfig {
-            threads: Some(0),
-            ..LocalConfig::default()
-        };
+        let config = LocalConfig { threads: Some(0), ..LocalConfig::default() };
         assert!(config.resolved_threads() >= 1);
     }
 

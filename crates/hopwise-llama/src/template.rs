@@ -29,21 +29,13 @@ pub(crate) fn role_name(role: Role) -> &'static str {
 }
 
 /// Renders `template` for `messages`, ending with the assistant's turn opened.
-pub fn render_jinja(
-    template: &str,
-    messages: &[ChatMessage],
-    bos: &str,
-    eos: &str,
-) -> Result<String, String> {
+pub fn render_jinja(template: &str, messages: &[ChatMessage], bos: &str, eos: &str) -> Result<String, String> {
     let mut env = Environment::new();
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
-    env.add_function(
-        "raise_exception",
-        |message: String| -> Result<String, JinjaError> {
-            Err(JinjaError::new(ErrorKind::InvalidOperation, message))
-        },
-    );
+    env.add_function("raise_exception", |message: String| -> Result<String, JinjaError> {
+        Err(JinjaError::new(ErrorKind::InvalidOperation, message))
+    });
     let messages: Vec<_> = messages
         .iter()
         .map(|message| context! { role => role_name(message.role), content => message.content.as_str() })
@@ -88,27 +80,15 @@ mod tests {
             prompt,
             "<|im_start|>system\nDefault persona.<|im_end|>\n<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n"
         );
-        let with_system = render_jinja(
-            QWEN_LIKE,
-            &[ChatMessage::system("Be brief."), ChatMessage::user("Hi?")],
-            "",
-            "",
-        )
-        .unwrap();
-        assert!(
-            with_system.starts_with("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user")
-        );
+        let with_system =
+            render_jinja(QWEN_LIKE, &[ChatMessage::system("Be brief."), ChatMessage::user("Hi?")], "", "").unwrap();
+        assert!(with_system.starts_with("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user"));
         assert!(!with_system.contains("Default persona"));
     }
 
     #[test]
     fn template_errors_are_reported_not_panicked() {
-        let err = render_jinja(
-            "{{ raise_exception('no system role') }}",
-            &[ChatMessage::user("x")],
-            "",
-            "",
-        );
+        let err = render_jinja("{{ raise_exception('no system role') }}", &[ChatMessage::user("x")], "", "");
         assert!(err.unwrap_err().contains("no system role"));
         assert!(render_jinja("{% for %}", &[], "", "").is_err());
     }

@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 
 use hopwise_core::{BackendErrorKind, ChatMessage, ChatRequest, GenParams, Llm};
 use hopwise_llama::{
-    default_home, ensure_model, grammars, installed_model, LlamaError, LocalConfig, LocalLlm,
-    TemplateSource, TEST_MODEL,
+    default_home, ensure_model, grammars, installed_model, LlamaError, LocalConfig, LocalLlm, TemplateSource,
+    TEST_MODEL,
 };
 
 fn model_path() -> std::path::PathBuf {
@@ -27,10 +27,7 @@ fn model_path() -> std::path::PathBuf {
 fn model() -> &'static LocalLlm {
     static MODEL: OnceLock<LocalLlm> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let config = LocalConfig {
-            threads: Some(1),
-            ..LocalConfig::default()
-        };
+        let config = LocalConfig { threads: Some(1), ..LocalConfig::default() };
         LocalLlm::load(model_path(), config).expect("the installed test model loads")
     })
 }
@@ -40,11 +37,7 @@ fn request(prompt: &str, params: GenParams) -> ChatRequest {
 }
 
 fn greedy(max_tokens: u32) -> GenParams {
-    GenParams {
-        temperature: 0.0,
-        max_tokens,
-        ..GenParams::default()
-    }
+    GenParams { temperature: 0.0, max_tokens, ..GenParams::default() }
 }
 
 #[tokio::test]
@@ -52,13 +45,7 @@ async fn answers_a_trivial_prompt_with_the_gguf_template() {
     let llm = model();
     assert_eq!(llm.info().template, TemplateSource::Gguf);
     assert_eq!(llm.info().threads, 1);
-    let response = llm
-        .chat(&request(
-            "What is 2 + 2? Reply with the number only.",
-            greedy(8),
-        ))
-        .await
-        .unwrap();
+    let response = llm.chat(&request("What is 2 + 2? Reply with the number only.", greedy(8))).await.unwrap();
     assert_eq!(response.choices.len(), 1);
     assert!(response.text().contains('4'), "{:?}", response.text());
     assert!(response.usage.completion_tokens >= 1);
@@ -67,10 +54,7 @@ async fn answers_a_trivial_prompt_with_the_gguf_template() {
     // costs more prompt tokens than its text alone.
     let with_system = llm
         .chat(&ChatRequest::new(
-            vec![
-                ChatMessage::system("Be brief."),
-                ChatMessage::user("What is 2 + 2? Reply with the number only."),
-            ],
+            vec![ChatMessage::system("Be brief."), ChatMessage::user("What is 2 + 2? Reply with the number only.")],
             greedy(1),
         ))
         .await
@@ -81,49 +65,17 @@ async fn answers_a_trivial_prompt_with_the_gguf_template() {
 #[tokio::test]
 async fn samples_share_one_prompt_evaluation_and_follow_their_seeds() {
     let llm = model();
-    let params = GenParams {
-        temperature: 1.0,
-        top_p: 1.0,
-        max_tokens: 10,
-        n: 3,
-        seed: Some(11),
-        ..GenParams::default()
-    };
+    let params =
+        GenParams { temperature: 1.0, top_p: 1.0, max_tokens: 10, n: 3, seed: Some(11), ..GenParams::default() };
     let prompt = "Invent a name for a new color and describe it in one sentence.";
-    let sampled = llm
-        .generate(&request(prompt, params.clone()))
-        .await
-        .unwrap();
-    let single = llm
-        .generate(&request(
-            prompt,
-            GenParams {
-                n: 1,
-                ..params.clone()
-            },
-        ))
-        .await
-        .unwrap();
+    let sampled = llm.generate(&request(prompt, params.clone())).await.unwrap();
+    let single = llm.generate(&request(prompt, GenParams { n: 1, ..params.clone() })).await.unwrap();
 
     assert_eq!(sampled.response.choices.len(), 3);
-    assert_eq!(
-        sampled.timing.prompt_evaluations, 1,
-        "one prompt evaluation for three samples"
-    );
-    assert_eq!(
-        sampled.response.usage.prompt_tokens,
-        single.response.usage.prompt_tokens
-    );
-    let texts: Vec<&str> = sampled
-        .response
-        .choices
-        .iter()
-        .map(|c| c.text.as_str())
-        .collect();
-    assert!(
-        texts[0] != texts[1] && texts[1] != texts[2] && texts[0] != texts[2],
-        "{texts:?}"
-    );
+    assert_eq!(sampled.timing.prompt_evaluations, 1, "one prompt evaluation for three samples");
+    assert_eq!(sampled.response.usage.prompt_tokens, single.response.usage.prompt_tokens);
+    let texts: Vec<&str> = sampled.response.choices.iter().map(|c| c.text.as_str()).collect();
+    assert!(texts[0] != texts[1] && texts[1] != texts[2] && texts[0] != texts[2], "{texts:?}");
     let total: u64 = sampled.response.usage.completion_tokens;
     assert!((3..=30).contains(&total), "{total}");
     // Sample k uses seed + k, so the n = 1 request with the same seed reproduces sample 0.
@@ -139,10 +91,7 @@ fn numbered_lines(text: &str) -> Vec<String> {
 #[tokio::test]
 async fn grammars_force_numbered_lists_and_edges() {
     let llm = model();
-    let params = GenParams {
-        grammar: Some(grammars::NUMBERED_QUESTIONS.into()),
-        ..greedy(48)
-    };
+    let params = GenParams { grammar: Some(grammars::NUMBERED_QUESTIONS.into()), ..greedy(48) };
     let response = llm
         .chat(&request(
             "Split this question into simpler sub-questions: Who was born first, the director of Jaws or the director of Alien?",
@@ -155,17 +104,10 @@ async fn grammars_force_numbered_lists_and_edges() {
     assert!(!lines.is_empty(), "{:?}", response.text());
     for (index, line) in lines.iter().enumerate() {
         let prefix = format!("{}. ", index + 1);
-        assert!(
-            line.starts_with(&prefix) && line.ends_with('?'),
-            "{line:?} in {:?}",
-            response.text()
-        );
+        assert!(line.starts_with(&prefix) && line.ends_with('?'), "{line:?} in {:?}", response.text());
     }
 
-    let params = GenParams {
-        grammar: Some(grammars::EDGES.into()),
-        ..greedy(24)
-    };
+    let params = GenParams { grammar: Some(grammars::EDGES.into()), ..greedy(24) };
     let response = llm
         .chat(&request(
             "Main question (Q): Where was the director of Jaws born?\n1. Who directed Jaws?\n2. Where was that person born?\n\
@@ -177,9 +119,7 @@ async fn grammars_force_numbered_lists_and_edges() {
     let lines = numbered_lines(response.text());
     assert!(!lines.is_empty(), "{:?}", response.text());
     for line in lines {
-        let (from, to) = line
-            .split_once(" -> ")
-            .unwrap_or_else(|| panic!("{line:?}"));
+        let (from, to) = line.split_once(" -> ").unwrap_or_else(|| panic!("{line:?}"));
         assert!(from.parse::<u32>().is_ok(), "{line:?}");
         assert!(to == "Q" || to.parse::<u32>().is_ok(), "{line:?}");
     }
@@ -190,15 +130,7 @@ async fn concurrent_requests_complete_and_waiting_ones_share_a_round() {
     let llm = model();
     let busy = request("Name three rivers.", greedy(12));
     let fruit = request("Name a fruit. One word.", greedy(6));
-    let animal = request(
-        "Name an animal. One word.",
-        GenParams {
-            n: 2,
-            temperature: 0.8,
-            seed: Some(3),
-            ..greedy(6)
-        },
-    );
+    let animal = request("Name an animal. One word.", GenParams { n: 2, temperature: 0.8, seed: Some(3), ..greedy(6) });
     // The two later requests arrive together while the worker is busy with the first, so the
     // batching worker serves them in one round: one set of decode steps for both.
     let (busy, (fruit, animal)) = tokio::join!(llm.generate(&busy), async {
@@ -208,13 +140,7 @@ async fn concurrent_requests_complete_and_waiting_ones_share_a_round() {
     let (busy, fruit, animal) = (busy.unwrap(), fruit.unwrap(), animal.unwrap());
     assert_eq!(fruit.response.choices.len(), 1);
     assert_eq!(animal.response.choices.len(), 2);
-    for choice in busy
-        .response
-        .choices
-        .iter()
-        .chain(&fruit.response.choices)
-        .chain(&animal.response.choices)
-    {
+    for choice in busy.response.choices.iter().chain(&fruit.response.choices).chain(&animal.response.choices) {
         assert!(!choice.text.trim().is_empty());
         assert!(choice.finish_reason.is_some());
     }
@@ -226,55 +152,29 @@ async fn concurrent_requests_complete_and_waiting_ones_share_a_round() {
 #[tokio::test]
 async fn stop_strings_cut_the_text_and_logprobs_describe_the_first_token() {
     let llm = model();
-    let params = GenParams {
-        stop: vec!["3".into()],
-        logprobs: true,
-        ..greedy(40)
-    };
-    let response = llm
-        .chat(&request("Count from 1 to 9, separated by commas.", params))
-        .await
-        .unwrap();
+    let params = GenParams { stop: vec!["3".into()], logprobs: true, ..greedy(40) };
+    let response = llm.chat(&request("Count from 1 to 9, separated by commas.", params)).await.unwrap();
     let choice = &response.choices[0];
     assert!(!choice.text.contains('3'), "{:?}", choice.text);
-    assert_eq!(
-        choice.finish_reason.as_deref(),
-        Some("stop"),
-        "{:?}",
-        choice.text
-    );
+    assert_eq!(choice.finish_reason.as_deref(), Some("stop"), "{:?}", choice.text);
     let top = &choice.top_logprobs;
     assert_eq!(top.len(), 5);
     assert!(top.windows(2).all(|pair| pair[0].1 >= pair[1].1));
     let mass: f32 = top.iter().map(|(_, logprob)| logprob.exp()).sum();
     assert!(top[0].1 <= 0.0 && mass <= 1.0 + 1e-4, "{top:?}");
     // Greedy decoding picks the most likely first token.
-    assert!(
-        choice.text.starts_with(top[0].0.as_str()) || top[0].0.trim().is_empty(),
-        "{top:?} vs {:?}",
-        choice.text
-    );
+    assert!(choice.text.starts_with(top[0].0.as_str()) || top[0].0.trim().is_empty(), "{top:?} vs {:?}", choice.text);
 }
 
 #[tokio::test]
 async fn bad_inputs_give_clear_errors() {
     let llm = model();
     let long_prompt = "word ".repeat(6000);
-    let err = llm
-        .chat(&request(&long_prompt, greedy(4)))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.backend_kind(),
-        Some(BackendErrorKind::Unsupported),
-        "{err}"
-    );
+    let err = llm.chat(&request(&long_prompt, greedy(4))).await.unwrap_err();
+    assert_eq!(err.backend_kind(), Some(BackendErrorKind::Unsupported), "{err}");
     assert!(err.to_string().contains("context window"), "{err}");
 
-    let params = GenParams {
-        grammar: Some("root ::= (".into()),
-        ..greedy(4)
-    };
+    let params = GenParams { grammar: Some("root ::= (".into()), ..greedy(4) };
     let err = llm.generate(&request("hi", params)).await.unwrap_err();
     assert!(matches!(err, LlamaError::Grammar), "{err}");
     // The worker keeps serving after rejected requests.
@@ -307,13 +207,7 @@ async fn bad_inputs_give_clear_errors() {
 
     // A name that is installed resolves without fetching anything.
     let mut events = Vec::new();
-    let path = ensure_model(TEST_MODEL, &default_home(), &mut |event| {
-        events.push(event.clone())
-    })
-    .unwrap();
+    let path = ensure_model(TEST_MODEL, &default_home(), &mut |event| events.push(event.clone())).unwrap();
     assert_eq!(path, model_path());
-    assert_eq!(
-        events,
-        vec![hopwise_llama::SetupEvent::AlreadyInstalled { path }]
-    );
+    assert_eq!(events, vec![hopwise_llama::SetupEvent::AlreadyInstalled { path }]);
 }

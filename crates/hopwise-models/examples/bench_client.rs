@@ -21,13 +21,7 @@ fn request(i: usize) -> ChatRequest {
         "Question {i}: which river flows through the city where the author was born? {}",
         "context ".repeat(200)
     );
-    ChatRequest::new(
-        vec![ChatMessage::user(prompt)],
-        GenParams {
-            max_tokens: 64,
-            ..GenParams::default()
-        },
-    )
+    ChatRequest::new(vec![ChatMessage::user(prompt)], GenParams { max_tokens: 64, ..GenParams::default() })
 }
 
 async fn sequential(llm: &dyn Llm, calls: usize, offset: usize) -> Vec<Duration> {
@@ -55,22 +49,15 @@ fn report(label: &str, latencies: &[Duration]) {
 
 #[tokio::main]
 async fn main() {
-    let calls: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(2000);
-    let server =
-        match MockOpenAiServer::start(Arc::new(ScriptedLlm::new().fallback("The Thames."))).await {
-            Ok(server) => server,
-            Err(e) => {
-                eprintln!("cannot start the mock server: {e}");
-                std::process::exit(1);
-            }
-        };
-    let config = OpenAiConfig {
-        max_in_flight: 8,
-        ..OpenAiConfig::new(server.base_url(), "bench")
+    let calls: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let server = match MockOpenAiServer::start(Arc::new(ScriptedLlm::new().fallback("The Thames."))).await {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("cannot start the mock server: {e}");
+            std::process::exit(1);
+        }
     };
+    let config = OpenAiConfig { max_in_flight: 8, ..OpenAiConfig::new(server.base_url(), "bench") };
     let llm = match OpenAiLlm::new(config) {
         Ok(llm) => Arc::new(llm),
         Err(e) => {
@@ -84,10 +71,7 @@ async fn main() {
     );
 
     sequential(llm.as_ref(), 100, 0).await; // warm-up: connection pool, allocator
-    report(
-        "HTTP round trip, sequential",
-        &sequential(llm.as_ref(), calls, 100).await,
-    );
+    report("HTTP round trip, sequential", &sequential(llm.as_ref(), calls, 100).await);
 
     let started = Instant::now();
     let batch = (0..calls).map(|i| {
@@ -111,17 +95,7 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    let cached = CachedLlm::new(
-        ScriptedLlm::new().fallback("The Thames."),
-        dir.path(),
-        CacheMode::ReadWrite,
-    );
-    report(
-        "cache miss (scripted model + fsync'd write)",
-        &sequential(&cached, calls.min(500), 0).await,
-    );
-    report(
-        "cache hit (read + parse + verify)",
-        &sequential(&cached, calls.min(500), 0).await,
-    );
+    let cached = CachedLlm::new(ScriptedLlm::new().fallback("The Thames."), dir.path(), CacheMode::ReadWrite);
+    report("cache miss (scripted model + fsync'd write)", &sequential(&cached, calls.min(500), 0).await);
+    report("cache hit (read + parse + verify)", &sequential(&cached, calls.min(500), 0).await);
 }

@@ -43,9 +43,7 @@ impl FromStr for CacheMode {
             "read_write" | "readwrite" | "rw" | "on" => Ok(Self::ReadWrite),
             "read_only" | "readonly" | "replay" => Ok(Self::ReadOnly),
             "off" | "none" => Ok(Self::Off),
-            other => Err(Error::Config(format!(
-                "unknown cache mode `{other}` (read_write, replay, off)"
-            ))),
+            other => Err(Error::Config(format!("unknown cache mode `{other}` (read_write, replay, off)"))),
         }
     }
 }
@@ -106,28 +104,16 @@ impl DiskCache {
 
     /// The stored value for `material`, or `None` when absent. An unreadable or mismatching entry (e.g.
     /// edited by hand) counts as absent and is logged, so a write can replace it.
-    pub async fn get<T: DeserializeOwned>(
-        &self,
-        material: &serde_json::Value,
-    ) -> Result<Option<T>> {
+    pub async fn get<T: DeserializeOwned>(&self, material: &serde_json::Value) -> Result<Option<T>> {
         let key = Self::key(material)?;
         let path = self.path_for(&key);
         let bytes = match tokio::fs::read(&path).await {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(Error::Io(std::io::Error::new(
-                    e.kind(),
-                    format!("{}: {e}", path.display()),
-                )))
-            }
+            Err(e) => return Err(Error::Io(std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))),
         };
         match serde_json::from_slice::<Entry<T>>(&bytes) {
-            Ok(entry)
-                if entry.version == FORMAT_VERSION
-                    && entry.key == key
-                    && &entry.material == material =>
-            {
+            Ok(entry) if entry.version == FORMAT_VERSION && entry.key == key && &entry.material == material => {
                 Ok(Some(entry.value))
             }
             Ok(_) => {
@@ -145,37 +131,20 @@ impl DiskCache {
     pub async fn put<T: Serialize>(&self, material: &serde_json::Value, value: &T) -> Result<()> {
         let key = Self::key(material)?;
         let path = self.path_for(&key);
-        let entry = Entry {
-            version: FORMAT_VERSION,
-            key: key.clone(),
-            material: material.clone(),
-            value,
-        };
+        let entry = Entry { version: FORMAT_VERSION, key: key.clone(), material: material.clone(), value };
         let mut bytes = serde_json::to_vec_pretty(&entry)?;
         bytes.push(b'\n');
-        let tmp_name = format!(
-            ".{key}.{}.{}.tmp",
-            std::process::id(),
-            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
+        let tmp_name = format!(".{key}.{}.{}.tmp", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed));
         tokio::task::spawn_blocking(move || write_atomically(&path, &tmp_name, &bytes))
             .await
-            .map_err(|e| {
-                Error::Io(std::io::Error::other(format!(
-                    "cache writer task failed: {e}"
-                )))
-            })?
+            .map_err(|e| Error::Io(std::io::Error::other(format!("cache writer task failed: {e}"))))?
     }
 }
 
 fn write_atomically(path: &Path, tmp_name: &str, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    let with_path = |e: std::io::Error, p: &Path| {
-        Error::Io(std::io::Error::new(
-            e.kind(),
-            format!("{}: {e}", p.display()),
-        ))
-    };
+    let with_path =
+        |e: std::io::Error, p: &Path| Error::Io(std::io::Error::new(e.kind(), format!("{}: {e}", p.display())));
     let parent = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| with_path(e, parent))?;
     let tmp = parent.join(tmp_name);
@@ -313,10 +282,7 @@ impl<L: Llm> Llm for CachedLlm<L> {
             return Err(Error::backend(
                 self.inner.name(),
                 BackendErrorKind::Unsupported,
-                format!(
-                    "not in cache (replay mode): key {key} under {}",
-                    self.cache.dir().display()
-                ),
+                format!("not in cache (replay mode): key {key} under {}", self.cache.dir().display()),
             ));
         }
         let response = self.inner.chat(request).await?;

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hopwise_core::{BackendErrorKind, ChatRequest, ChatResponse, Error, Llm, Result};
-use reqwest::header::{
-    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER,
-};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
@@ -83,11 +81,7 @@ impl Default for OpenAiConfig {
 
 impl OpenAiConfig {
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        Self {
-            base_url: base_url.into(),
-            model: model.into(),
-            ..Self::default()
-        }
+        Self { base_url: base_url.into(), model: model.into(), ..Self::default() }
     }
 }
 
@@ -128,11 +122,7 @@ struct Failure {
 
 impl Failure {
     fn new(kind: BackendErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-            retry_after: None,
-        }
+        Self { kind, message: message.into(), retry_after: None }
     }
 }
 
@@ -143,16 +133,8 @@ impl OpenAiLlm {
             None => None,
             Some(var) => match std::env::var(var) {
                 Ok(key) if !key.trim().is_empty() => Some(key.trim().to_string()),
-                Ok(_) => {
-                    return Err(Error::Config(format!(
-                        "environment variable `{var}` (api_key_env) is empty"
-                    )))
-                }
-                Err(_) => {
-                    return Err(Error::Config(format!(
-                        "environment variable `{var}` (api_key_env) is not set"
-                    )))
-                }
+                Ok(_) => return Err(Error::Config(format!("environment variable `{var}` (api_key_env) is empty"))),
+                Err(_) => return Err(Error::Config(format!("environment variable `{var}` (api_key_env) is not set"))),
             },
         };
         Self::with_api_key(config, api_key)
@@ -169,25 +151,20 @@ impl OpenAiLlm {
         let connect_timeout = positive_secs(config.connect_timeout_secs, "connect_timeout_secs")?;
         let retry_after_cap = positive_secs(config.retry_after_max_secs, "retry_after_max_secs")?;
         if config.max_in_flight == 0 {
-            return Err(Error::Config(
-                "openai backend: `max_in_flight` must be at least 1".into(),
-            ));
+            return Err(Error::Config("openai backend: `max_in_flight` must be at least 1".into()));
         }
 
         let mut headers = HeaderMap::new();
         for (name, value) in &config.headers {
-            let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                Error::Config(format!("openai backend: invalid header name `{name}`"))
-            })?;
-            let header_value = HeaderValue::from_str(value).map_err(|_| {
-                Error::Config(format!("openai backend: invalid value for header `{name}`"))
-            })?;
+            let header_name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| Error::Config(format!("openai backend: invalid header name `{name}`")))?;
+            let header_value = HeaderValue::from_str(value)
+                .map_err(|_| Error::Config(format!("openai backend: invalid value for header `{name}`")))?;
             headers.insert(header_name, header_value);
         }
         if let Some(key) = &api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                Error::Config("the API key contains characters not allowed in a header".into())
-            })?;
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| Error::Config("the API key contains characters not allowed in a header".into()))?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
@@ -196,15 +173,9 @@ impl OpenAiLlm {
             .timeout(timeout)
             .connect_timeout(connect_timeout)
             .build()
-            .map_err(|e| {
-                Error::Config(format!("openai backend: cannot build the HTTP client: {e}"))
-            })?;
+            .map_err(|e| Error::Config(format!("openai backend: cannot build the HTTP client: {e}")))?;
 
-        let name = format!(
-            "{}:{}",
-            config.name.as_deref().unwrap_or("openai"),
-            config.model
-        );
+        let name = format!("{}:{}", config.name.as_deref().unwrap_or("openai"), config.model);
         Ok(Self {
             name,
             endpoint,
@@ -250,17 +221,10 @@ impl OpenAiLlm {
             fail(f.kind, f.message)
         })?;
         if !status.is_success() {
-            return Err(fail(
-                status_kind(status),
-                format!("HTTP {status}: {}", snippet(&body)),
-            ));
+            return Err(fail(status_kind(status), format!("HTTP {status}: {}", snippet(&body))));
         }
-        let models: Models = serde_json::from_slice(&body).map_err(|_| {
-            fail(
-                BackendErrorKind::Malformed,
-                format!("not a model list: {}", snippet(&body)),
-            )
-        })?;
+        let models: Models = serde_json::from_slice(&body)
+            .map_err(|_| fail(BackendErrorKind::Malformed, format!("not a model list: {}", snippet(&body))))?;
         Ok(models.data.into_iter().map(|m| m.id).collect())
     }
 
@@ -305,35 +269,27 @@ impl OpenAiLlm {
         loop {
             attempt += 1;
             let outcome = {
-                let _permit = self.limiter.acquire().await.map_err(|_| {
-                    self.error(
-                        BackendErrorKind::Connection,
-                        "client is shutting down".into(),
-                    )
-                })?;
+                let _permit = self
+                    .limiter
+                    .acquire()
+                    .await
+                    .map_err(|_| self.error(BackendErrorKind::Connection, "client is shutting down".into()))?;
                 self.attempt(body.clone()).await
             };
             let failure = match outcome {
                 Ok(response) => return Ok(response),
                 Err(failure) => failure,
             };
-            let retryable = failure.kind.is_transient()
-                || (failure.kind == BackendErrorKind::Malformed && !malformed_retried);
+            let retryable =
+                failure.kind.is_transient() || (failure.kind == BackendErrorKind::Malformed && !malformed_retried);
             if failure.kind == BackendErrorKind::Malformed {
                 malformed_retried = true;
             }
             if !retryable || attempt > self.config.max_retries {
-                let tries = if attempt == 1 {
-                    "1 attempt".to_string()
-                } else {
-                    format!("{attempt} attempts")
-                };
+                let tries = if attempt == 1 { "1 attempt".to_string() } else { format!("{attempt} attempts") };
                 return Err(self.error(
                     failure.kind,
-                    format!(
-                        "POST {} failed after {tries}: {}",
-                        self.shown_endpoint, failure.message
-                    ),
+                    format!("POST {} failed after {tries}: {}", self.shown_endpoint, failure.message),
                 ));
             }
             let delay = self.backoff.delay(attempt - 1, failure.retry_after);
@@ -359,20 +315,13 @@ impl OpenAiLlm {
             .await
             .map_err(|e| transport_failure(&e))?;
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
+        let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
         let mut bytes = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| transport_failure(&e))? {
             if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
                 return Err(Failure::new(
                     BackendErrorKind::Malformed,
-                    format!(
-                        "response larger than {} MiB",
-                        MAX_RESPONSE_BYTES / (1024 * 1024)
-                    ),
+                    format!("response larger than {} MiB", MAX_RESPONSE_BYTES / (1024 * 1024)),
                 ));
             }
             bytes.extend_from_slice(&chunk);
@@ -384,22 +333,13 @@ impl OpenAiLlm {
                 retry_after,
             });
         }
-        parse_response(&bytes).map_err(|reason| {
-            Failure::new(
-                BackendErrorKind::Malformed,
-                format!("{reason}; body: {}", snippet(&bytes)),
-            )
-        })
+        parse_response(&bytes)
+            .map_err(|reason| Failure::new(BackendErrorKind::Malformed, format!("{reason}; body: {}", snippet(&bytes))))
     }
 
     /// Samples `from..to` requested one at a time (concurrently, within the in-flight limit). Sample `i`
     /// gets seed `seed + i`, so seeded samples differ from each other yet stay reproducible.
-    async fn sample_separately(
-        &self,
-        request: &ChatRequest,
-        from: u32,
-        to: u32,
-    ) -> Result<ChatResponse> {
+    async fn sample_separately(&self, request: &ChatRequest, from: u32, to: u32) -> Result<ChatResponse> {
         let seed = request.params.seed;
         let calls = (from..to).map(|i| {
             let body = self.body(request, None, seed.map(|s| s.wrapping_add(u64::from(i))));
@@ -427,10 +367,7 @@ impl Llm for OpenAiLlm {
         let mut response = if n == 1 || !self.native_n.load(Ordering::Relaxed) {
             self.sample_separately(request, 0, n).await?
         } else {
-            match self
-                .send(self.body(request, Some(n), request.params.seed)?)
-                .await
-            {
+            match self.send(self.body(request, Some(n), request.params.seed)?).await {
                 Ok(response) => response,
                 Err(refused) if refused.backend_kind() == Some(BackendErrorKind::Rejected) => {
                     // Possibly a server that refuses `n > 1`: if single samples work, remember that.
@@ -464,12 +401,8 @@ impl Llm for OpenAiLlm {
 
 fn endpoint_url(base_url: &str, path: &str) -> Result<Url> {
     let joined = format!("{}/{path}", base_url.trim().trim_end_matches('/'));
-    let url = Url::parse(&joined).map_err(|e| {
-        Error::Config(format!(
-            "openai backend: invalid base_url `{}`: {e}",
-            shown_base(base_url)
-        ))
-    })?;
+    let url = Url::parse(&joined)
+        .map_err(|e| Error::Config(format!("openai backend: invalid base_url `{}`: {e}", shown_base(base_url))))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(Error::Config(format!(
             "openai backend: base_url `{}` must start with http:// or https://",
@@ -502,9 +435,7 @@ fn positive_secs(secs: f64, field: &str) -> Result<Duration> {
     if secs.is_finite() && secs > 0.0 && secs < 1e9 {
         Ok(Duration::from_secs_f64(secs))
     } else {
-        Err(Error::Config(format!(
-            "openai backend: `{field}` must be a positive number of seconds"
-        )))
+        Err(Error::Config(format!("openai backend: `{field}` must be a positive number of seconds")))
     }
 }
 
@@ -536,17 +467,9 @@ fn status_kind(status: StatusCode) -> BackendErrorKind {
 }
 
 fn transport_failure(error: &reqwest::Error) -> Failure {
-    let kind = if error.is_timeout() {
-        BackendErrorKind::Timeout
-    } else {
-        BackendErrorKind::Connection
-    };
+    let kind = if error.is_timeout() { BackendErrorKind::Timeout } else { BackendErrorKind::Connection };
     // The chain of causes says what actually happened ("Connection refused", "operation timed out").
-    let mut message = if error.is_timeout() {
-        "timed out".to_string()
-    } else {
-        "connection failed".to_string()
-    };
+    let mut message = if error.is_timeout() { "timed out".to_string() } else { "connection failed".to_string() };
     let mut source: Option<&dyn std::error::Error> = Some(error);
     while let Some(cause) = source {
         let text = cause.to_string();
@@ -580,25 +503,12 @@ mod tests {
     #[test]
     fn endpoint_tolerates_trailing_slashes_and_rejects_other_schemes() {
         assert_eq!(
-            endpoint_url("http://127.0.0.1:8080/v1/", "chat/completions")
-                .unwrap()
-                .as_str(),
+            endpoint_url("http://127.0.0.1:8080/v1/", "chat/completions").unwrap().as_str(),
             "http://127.0.0.1:8080/v1/chat/completions"
         );
-        assert_eq!(
-            endpoint_url("http://h/v1", "chat/completions")
-                .unwrap()
-                .as_str(),
-            "http://h/v1/chat/completions"
-        );
-        assert!(matches!(
-            endpoint_url("ftp://h/v1", "models"),
-            Err(Error::Config(_))
-        ));
-        assert!(matches!(
-            endpoint_url("not a url", "models"),
-            Err(Error::Config(_))
-        ));
+        assert_eq!(endpoint_url("http://h/v1", "chat/completions").unwrap().as_str(), "http://h/v1/chat/completions");
+        assert!(matches!(endpoint_url("ftp://h/v1", "models"), Err(Error::Config(_))));
+        assert!(matches!(endpoint_url("not a url", "models"), Err(Error::Config(_))));
     }
 
     #[test]
@@ -607,34 +517,17 @@ mod tests {
         let shown = shown_url(&url);
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("host/v1/chat/completions"));
-        let err = endpoint_url("http://user:secret@[bad/v1", "models")
-            .unwrap_err()
-            .to_string();
+        let err = endpoint_url("http://user:secret@[bad/v1", "models").unwrap_err().to_string();
         assert!(!err.contains("secret"), "{err}");
     }
 
     #[test]
     fn statuses_map_to_kinds() {
-        assert_eq!(
-            status_kind(StatusCode::TOO_MANY_REQUESTS),
-            BackendErrorKind::RateLimited
-        );
-        assert_eq!(
-            status_kind(StatusCode::BAD_GATEWAY),
-            BackendErrorKind::Server
-        );
-        assert_eq!(
-            status_kind(StatusCode::REQUEST_TIMEOUT),
-            BackendErrorKind::Timeout
-        );
-        assert_eq!(
-            status_kind(StatusCode::UNAUTHORIZED),
-            BackendErrorKind::Rejected
-        );
-        assert_eq!(
-            status_kind(StatusCode::BAD_REQUEST),
-            BackendErrorKind::Rejected
-        );
+        assert_eq!(status_kind(StatusCode::TOO_MANY_REQUESTS), BackendErrorKind::RateLimited);
+        assert_eq!(status_kind(StatusCode::BAD_GATEWAY), BackendErrorKind::Server);
+        assert_eq!(status_kind(StatusCode::REQUEST_TIMEOUT), BackendErrorKind::Timeout);
+        assert_eq!(status_kind(StatusCode::UNAUTHORIZED), BackendErrorKind::Rejected);
+        assert_eq!(status_kind(StatusCode::BAD_REQUEST), BackendErrorKind::Rejected);
     }
 
     #[test]
@@ -642,20 +535,11 @@ mod tests {
         let llama = br#"{"error":{"code":400,"message":"request (3031 tokens) exceeds the available context size (1024 tokens), try increasing it","type":"exceed_context_size_error"}}"#;
         let openai = br#"{"error":{"message":"This model's maximum context length is 8192 tokens.","code":"context_length_exceeded"}}"#;
         for body in [&llama[..], &openai[..]] {
-            assert_eq!(
-                failure_kind(StatusCode::BAD_REQUEST, body),
-                BackendErrorKind::Unsupported
-            );
+            assert_eq!(failure_kind(StatusCode::BAD_REQUEST, body), BackendErrorKind::Unsupported);
         }
         let other = br#"{"error":{"message":"Expected 'messages' to be an array"}}"#;
-        assert_eq!(
-            failure_kind(StatusCode::BAD_REQUEST, other),
-            BackendErrorKind::Rejected
-        );
-        assert_eq!(
-            failure_kind(StatusCode::BAD_GATEWAY, llama),
-            BackendErrorKind::Server
-        );
+        assert_eq!(failure_kind(StatusCode::BAD_REQUEST, other), BackendErrorKind::Rejected);
+        assert_eq!(failure_kind(StatusCode::BAD_GATEWAY, llama), BackendErrorKind::Server);
     }
 
     #[test]
@@ -673,30 +557,12 @@ mod tests {
         let ok = OpenAiConfig::new("http://127.0.0.1:1/v1", "m");
         assert!(OpenAiLlm::with_api_key(ok.clone(), None).is_ok());
         for bad in [
-            OpenAiConfig {
-                model: " ".into(),
-                ..ok.clone()
-            },
-            OpenAiConfig {
-                timeout_secs: 0.0,
-                ..ok.clone()
-            },
-            OpenAiConfig {
-                timeout_secs: f64::NAN,
-                ..ok.clone()
-            },
-            OpenAiConfig {
-                max_in_flight: 0,
-                ..ok.clone()
-            },
-            OpenAiConfig {
-                headers: [("bad header".to_string(), "v".to_string())].into(),
-                ..ok.clone()
-            },
-            OpenAiConfig {
-                api_key_env: Some("HOPWISE_TEST_SURELY_UNSET_VAR".into()),
-                ..ok.clone()
-            },
+            OpenAiConfig { model: " ".into(), ..ok.clone() },
+            OpenAiConfig { timeout_secs: 0.0, ..ok.clone() },
+            OpenAiConfig { timeout_secs: f64::NAN, ..ok.clone() },
+            OpenAiConfig { max_in_flight: 0, ..ok.clone() },
+            OpenAiConfig { headers: [("bad header".to_string(), "v".to_string())].into(), ..ok.clone() },
+            OpenAiConfig { api_key_env: Some("HOPWISE_TEST_SURELY_UNSET_VAR".into()), ..ok.clone() },
         ] {
             assert!(matches!(OpenAiLlm::new(bad), Err(Error::Config(_))));
         }
@@ -721,8 +587,7 @@ mod tests {
         enum LlmConfig {
             Openai(OpenAiConfig),
         }
-        let table =
-            "kind = \"openai\"\nbase_url = \"http://x/v1\"\nmodel = \"m\"\napi_key_env = \"K\"";
+        let table = "kind = \"openai\"\nbase_url = \"http://x/v1\"\nmodel = \"m\"\napi_key_env = \"K\"";
         let LlmConfig::Openai(config) = toml::from_str::<LlmConfig>(table).unwrap();
         assert_eq!(config.api_key_env.as_deref(), Some("K"));
         assert!(toml::from_str::<LlmConfig>(&format!("{table}\ntimeout = 3")).is_err());
@@ -730,11 +595,8 @@ mod tests {
 
     #[test]
     fn debug_output_hides_the_key() {
-        let llm = OpenAiLlm::with_api_key(
-            OpenAiConfig::new("http://h/v1", "m"),
-            Some("sk-very-secret".into()),
-        )
-        .unwrap();
+        let llm =
+            OpenAiLlm::with_api_key(OpenAiConfig::new("http://h/v1", "m"), Some("sk-very-secret".into())).unwrap();
         assert!(!format!("{llm:?}").contains("sk-very-secret"));
     }
 }

@@ -22,10 +22,7 @@ impl Backoff {
         if let Some(wanted) = retry_after {
             return wanted.min(self.retry_after_cap);
         }
-        let ceiling = self
-            .base
-            .saturating_mul(1u32 << retry.min(20))
-            .min(self.cap);
+        let ceiling = self.base.saturating_mul(1u32 << retry.min(20)).min(self.cap);
         let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
         Duration::from_nanos(rand::thread_rng().gen_range(0..=nanos))
     }
@@ -70,23 +67,14 @@ mod tests {
         let b = backoff();
         let samples: Vec<Duration> = (0..64).map(|_| b.delay(3, None)).collect();
         let first = samples[0];
-        assert!(
-            samples.iter().any(|d| *d != first),
-            "64 identical delays: no jitter"
-        );
+        assert!(samples.iter().any(|d| *d != first), "64 identical delays: no jitter");
     }
 
     #[test]
     fn retry_after_is_honoured_up_to_its_cap() {
         let b = backoff();
-        assert_eq!(
-            b.delay(0, Some(Duration::from_secs(2))),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            b.delay(0, Some(Duration::from_secs(600))),
-            Duration::from_secs(5)
-        );
+        assert_eq!(b.delay(0, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(b.delay(0, Some(Duration::from_secs(600))), Duration::from_secs(5));
     }
 
     #[test]

@@ -27,10 +27,7 @@ use tokio::task::JoinHandle;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fault {
     /// Answer with this status and a JSON error body, plus `Retry-After` when given.
-    Status {
-        status: u16,
-        retry_after: Option<String>,
-    },
+    Status { status: u16, retry_after: Option<String> },
     /// 200 with an HTML body, as a misconfigured proxy would send.
     Garbage,
     /// 200 with valid JSON that has no `choices`.
@@ -68,9 +65,7 @@ struct MockState {
 
 /// Tests must not be derailed by a panic in another test's thread poisoning a lock.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A running mock server. Shuts down on [`MockOpenAiServer::shutdown`] or when dropped.
@@ -108,12 +103,7 @@ impl MockOpenAiServer {
                 tracing::warn!("mock OpenAI server stopped: {e}");
             }
         });
-        Ok(Self {
-            addr,
-            state,
-            stop: Some(stop),
-            task: Some(task),
-        })
+        Ok(Self { addr, state, stop: Some(stop), task: Some(task) })
     }
 
     /// `http://127.0.0.1:PORT/v1`, the value for `OpenAiConfig::base_url`.
@@ -133,20 +123,14 @@ impl MockOpenAiServer {
     /// The next `count` requests get `status` with a JSON error body.
     pub fn fail_next(&self, count: usize, status: u16) {
         for _ in 0..count {
-            self.push_fault(Fault::Status {
-                status,
-                retry_after: None,
-            });
+            self.push_fault(Fault::Status { status, retry_after: None });
         }
     }
 
     /// The next `count` requests get 429 with `Retry-After: retry_after_secs`.
     pub fn rate_limit_next(&self, count: usize, retry_after_secs: f64) {
         for _ in 0..count {
-            self.push_fault(Fault::Status {
-                status: 429,
-                retry_after: Some(retry_after_secs.to_string()),
-            });
+            self.push_fault(Fault::Status { status: 429, retry_after: Some(retry_after_secs.to_string()) });
         }
     }
 
@@ -198,10 +182,7 @@ impl MockOpenAiServer {
             let _ = stop.send(());
         }
         if let Some(mut task) = self.task.take() {
-            if tokio::time::timeout(Duration::from_secs(5), &mut task)
-                .await
-                .is_err()
-            {
+            if tokio::time::timeout(Duration::from_secs(5), &mut task).await.is_err() {
                 task.abort();
             }
         }
@@ -259,29 +240,14 @@ enum Stop {
 }
 
 fn error_response(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        Json(json!({"error": {"message": message, "type": "mock_error"}})),
-    )
-        .into_response()
+    (status, Json(json!({"error": {"message": message, "type": "mock_error"}}))).into_response()
 }
 
-async fn chat_completions(
-    State(state): State<Arc<MockState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn chat_completions(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes) -> Response {
     let _in_flight = InFlight::enter(&state);
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let body_json: serde_json::Value =
-        serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
-    lock(&state.received).push(ReceivedRequest {
-        authorization: authorization.clone(),
-        body: body_json,
-    });
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let body_json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    lock(&state.received).push(ReceivedRequest { authorization: authorization.clone(), body: body_json });
 
     let behaviour = lock(&state.behaviour).clone();
     if !behaviour.delay.is_zero() {
@@ -294,10 +260,7 @@ async fn chat_completions(
     }
     let fault = lock(&state.faults).pop_front();
     match fault {
-        Some(Fault::Status {
-            status,
-            retry_after,
-        }) => {
+        Some(Fault::Status { status, retry_after }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response = error_response(status, "injected fault");
             if let Some(value) = retry_after.and_then(|v| v.parse().ok()) {
@@ -306,16 +269,10 @@ async fn chat_completions(
             return response;
         }
         Some(Fault::Garbage) => {
-            return (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, "text/html")],
-                "<html><body>502 Bad Gateway</body>",
-            )
+            return (StatusCode::OK, [(header::CONTENT_TYPE, "text/html")], "<html><body>502 Bad Gateway</body>")
                 .into_response();
         }
-        Some(Fault::NoChoices) => {
-            return Json(json!({"object": "chat.completion", "data": []})).into_response()
-        }
+        Some(Fault::NoChoices) => return Json(json!({"object": "chat.completion", "data": []})).into_response(),
         None => {}
     }
 
@@ -326,10 +283,7 @@ async fn chat_completions(
     let defaults = GenParams::default();
     let n = incoming.n.unwrap_or(1).max(1);
     if n > 1 && behaviour.reject_n {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            "Only one completion choice is allowed",
-        );
+        return error_response(StatusCode::BAD_REQUEST, "Only one completion choice is allowed");
     }
     let params = GenParams {
         temperature: incoming.temperature.unwrap_or(defaults.temperature),
@@ -386,7 +340,5 @@ async fn chat_completions(
 }
 
 async fn models(State(state): State<Arc<MockState>>) -> Json<serde_json::Value> {
-    Json(
-        json!({"object": "list", "data": [{"id": state.llm.name(), "object": "model", "owned_by": "hopwise"}]}),
-    )
+    Json(json!({"object": "list", "data": [{"id": state.llm.name(), "object": "model", "owned_by": "hopwise"}]}))
 }

@@ -75,8 +75,8 @@ struct WireTopLogprob {
 
 /// Reads a 2xx body. `Err` holds a short reason why the body is not a usable chat completion.
 pub(crate) fn parse_response(body: &[u8]) -> Result<ChatResponse, String> {
-    let wire: WireResponse = serde_json::from_slice(body)
-        .map_err(|e| format!("not a chat-completion JSON object ({e})"))?;
+    let wire: WireResponse =
+        serde_json::from_slice(body).map_err(|e| format!("not a chat-completion JSON object ({e})"))?;
     let mut choices = wire.choices.ok_or("no `choices` in the response")?;
     if choices.is_empty() {
         return Err("empty `choices` in the response".into());
@@ -93,10 +93,7 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<ChatResponse, String> {
             Ok(Completion {
                 text,
                 finish_reason: choice.finish_reason,
-                top_logprobs: choice
-                    .logprobs
-                    .map(first_token_logprobs)
-                    .unwrap_or_default(),
+                top_logprobs: choice.logprobs.map(first_token_logprobs).unwrap_or_default(),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -116,17 +113,10 @@ fn first_token_logprobs(value: serde_json::Value) -> Vec<(String, f32)> {
     let Ok(logprobs) = serde_json::from_value::<WireLogprobs>(value) else {
         return Vec::new();
     };
-    let Some(first) = logprobs
-        .content
-        .and_then(|tokens| tokens.into_iter().next())
-    else {
+    let Some(first) = logprobs.content.and_then(|tokens| tokens.into_iter().next()) else {
         return Vec::new();
     };
-    let mut candidates: Vec<(String, f32)> = first
-        .top_logprobs
-        .into_iter()
-        .map(|t| (t.token, t.logprob))
-        .collect();
+    let mut candidates: Vec<(String, f32)> = first.top_logprobs.into_iter().map(|t| (t.token, t.logprob)).collect();
     // llama.cpp reports alternatives from before grammar constraints, which may leave out the token it
     // actually chose; keep the chosen one in the list so callers can always find it.
     if !candidates.iter().any(|(token, _)| *token == first.token) {
@@ -146,21 +136,9 @@ mod tests {
             {"index":0,"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}],
             "usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}}"#;
         let r = parse_response(body).unwrap();
-        assert_eq!(
-            r.choices
-                .iter()
-                .map(|c| c.text.as_str())
-                .collect::<Vec<_>>(),
-            ["a", "b"]
-        );
+        assert_eq!(r.choices.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(r.choices[0].finish_reason.as_deref(), Some("stop"));
-        assert_eq!(
-            r.usage,
-            Usage {
-                prompt_tokens: 7,
-                completion_tokens: 2
-            }
-        );
+        assert_eq!(r.usage, Usage { prompt_tokens: 7, completion_tokens: 2 });
     }
 
     #[test]
@@ -168,27 +146,17 @@ mod tests {
         let r = parse_response(br#"{"choices":[{"message":{"content":null}}]}"#).unwrap();
         assert_eq!(r.text(), "");
         assert_eq!(r.usage, Usage::default());
-        let r =
-            parse_response(br#"{"choices":[{"text":"legacy"}],"usage":{"prompt_tokens":null}}"#)
-                .unwrap();
+        let r = parse_response(br#"{"choices":[{"text":"legacy"}],"usage":{"prompt_tokens":null}}"#).unwrap();
         assert_eq!(r.text(), "legacy");
     }
 
     #[test]
     fn garbage_is_rejected_with_a_reason() {
-        assert!(parse_response(b"<html>502 Bad Gateway</html>")
-            .unwrap_err()
-            .contains("not a chat-completion"));
-        assert!(parse_response(br#"{"error":{"message":"x"}}"#)
-            .unwrap_err()
-            .contains("no `choices`"));
-        assert!(parse_response(br#"{"choices":[]}"#)
-            .unwrap_err()
-            .contains("empty"));
+        assert!(parse_response(b"<html>502 Bad Gateway</html>").unwrap_err().contains("not a chat-completion"));
+        assert!(parse_response(br#"{"error":{"message":"x"}}"#).unwrap_err().contains("no `choices`"));
+        assert!(parse_response(br#"{"choices":[]}"#).unwrap_err().contains("empty"));
         assert!(parse_response(br#"{"choices":"nope"}"#).is_err());
-        assert!(parse_response(br#"{"choices":[{"index":0}]}"#)
-            .unwrap_err()
-            .contains("without `message`"));
+        assert!(parse_response(br#"{"choices":[{"index":0}]}"#).unwrap_err().contains("without `message`"));
         assert!(parse_response(b"").is_err());
     }
 
@@ -198,19 +166,13 @@ mod tests {
             {"token":"yes","logprob":-0.1,"top_logprobs":[{"token":"yes","logprob":-0.1},{"token":"no","logprob":-2.5}]},
             {"token":"!","logprob":-0.3,"top_logprobs":[]}]}}]}"#;
         let r = parse_response(body).unwrap();
-        assert_eq!(
-            r.choices[0].top_logprobs,
-            vec![("yes".to_string(), -0.1), ("no".to_string(), -2.5)]
-        );
+        assert_eq!(r.choices[0].top_logprobs, vec![("yes".to_string(), -0.1), ("no".to_string(), -2.5)]);
 
-        let only_chosen = br#"{"choices":[{"message":{"content":"x"},"logprobs":{"content":[{"token":"x","logprob":-1.0}]}}]}"#;
-        assert_eq!(
-            parse_response(only_chosen).unwrap().choices[0].top_logprobs,
-            vec![("x".to_string(), -1.0)]
-        );
+        let only_chosen =
+            br#"{"choices":[{"message":{"content":"x"},"logprobs":{"content":[{"token":"x","logprob":-1.0}]}}]}"#;
+        assert_eq!(parse_response(only_chosen).unwrap().choices[0].top_logprobs, vec![("x".to_string(), -1.0)]);
 
-        let chosen_outside_top =
-            br#"{"choices":[{"message":{"content":"no"},"logprobs":{"content":[
+        let chosen_outside_top = br#"{"choices":[{"message":{"content":"no"},"logprobs":{"content":[
             {"token":"n","logprob":-6.3,"top_logprobs":[{"token":"I","logprob":-2.2}]}]}}]}"#;
         assert_eq!(
             parse_response(chosen_outside_top).unwrap().choices[0].top_logprobs,
@@ -241,10 +203,7 @@ mod tests {
         };
         let v = serde_json::to_value(&req).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            ["max_tokens", "messages", "model", "temperature", "top_p"]
-        );
+        assert_eq!(keys, ["max_tokens", "messages", "model", "temperature", "top_p"]);
         assert_eq!(v["messages"][0]["role"], "user");
     }
 }

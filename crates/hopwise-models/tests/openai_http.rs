@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use hopwise_core::scripted::ScriptedLlm;
 use hopwise_core::{
-    BackendErrorKind, ChatMessage, ChatRequest, ChatResponse, Completion, Error, GenParams, Llm,
-    Usage,
+    BackendErrorKind, ChatMessage, ChatRequest, ChatResponse, Completion, Error, GenParams, Llm, Usage,
 };
 use hopwise_models::testing::{Fault, MockOpenAiServer};
 use hopwise_models::{CacheMode, CachedLlm, OpenAiConfig, OpenAiLlm};
@@ -33,18 +32,8 @@ async fn serve(llm: ScriptedLlm) -> MockOpenAiServer {
 
 fn question(n: u32, seed: Option<u64>) -> ChatRequest {
     ChatRequest::new(
-        vec![
-            ChatMessage::system("Answer briefly."),
-            ChatMessage::user("What is the capital of France?"),
-        ],
-        GenParams {
-            n,
-            seed,
-            temperature: 0.7,
-            max_tokens: 32,
-            stop: vec!["\n\n".into()],
-            ..GenParams::default()
-        },
+        vec![ChatMessage::system("Answer briefly."), ChatMessage::user("What is the capital of France?")],
+        GenParams { n, seed, temperature: 0.7, max_tokens: 32, stop: vec!["\n\n".into()], ..GenParams::default() },
     )
 }
 
@@ -63,31 +52,18 @@ async fn round_trip_with_n_samples_and_usage() {
     assert_eq!(texts, ["Paris 0", "Paris 1", "Paris 2"]);
     assert_eq!(response.choices[0].finish_reason.as_deref(), Some("stop"));
     // The scripted model counts words: 2 + 6 prompt words, 2 words per answer.
-    assert_eq!(
-        response.usage,
-        Usage {
-            prompt_tokens: 8,
-            completion_tokens: 6
-        }
-    );
+    assert_eq!(response.usage, Usage { prompt_tokens: 8, completion_tokens: 6 });
     assert!(!response.grammar_used);
 
     let sent = &server.requests()[0].body;
-    assert_eq!(
-        server.request_count(),
-        1,
-        "n samples must share one request"
-    );
+    assert_eq!(server.request_count(), 1, "n samples must share one request");
     assert_eq!(sent["model"], "test-model");
     assert_eq!(sent["n"], 3);
     assert_eq!(sent["seed"], 7);
     assert_eq!(sent["max_tokens"], 32);
     assert_eq!(sent["stop"], serde_json::json!(["\n\n"]));
     assert_eq!(sent["messages"][0]["role"], "system");
-    assert_eq!(
-        sent["messages"][1]["content"],
-        "What is the capital of France?"
-    );
+    assert_eq!(sent["messages"][1]["content"], "What is the capital of France?");
     assert!((sent["temperature"].as_f64().unwrap() - 0.7).abs() < 1e-6);
     for absent in ["grammar", "logprobs", "top_logprobs"] {
         assert!(sent.get(absent).is_none(), "{absent} sent: {sent}");
@@ -102,10 +78,7 @@ async fn single_sample_requests_omit_n_and_empty_stop() {
     let response = llm.chat(&ChatRequest::user("capital?")).await.unwrap();
     assert_eq!(response.text(), "Paris");
     let sent = &server.requests()[0].body;
-    assert!(
-        sent.get("n").is_none() && sent.get("stop").is_none() && sent.get("seed").is_none(),
-        "{sent}"
-    );
+    assert!(sent.get("n").is_none() && sent.get("stop").is_none() && sent.get("seed").is_none(), "{sent}");
 }
 
 #[tokio::test]
@@ -115,24 +88,13 @@ async fn servers_that_ignore_n_are_topped_up_to_n_choices() {
     let llm = client(&server.base_url());
     let response = llm.chat(&question(3, Some(7))).await.unwrap();
     assert_eq!(response.choices.len(), 3);
-    assert_eq!(
-        response.usage.prompt_tokens,
-        3 * 8,
-        "usage of the top-up requests is added"
-    );
+    assert_eq!(response.usage.prompt_tokens, 3 * 8, "usage of the top-up requests is added");
     let bodies: Vec<_> = server.requests().into_iter().map(|r| r.body).collect();
     assert_eq!(bodies.len(), 3);
     assert_eq!(bodies[0]["n"], 3);
-    let mut top_up_seeds: Vec<u64> = bodies[1..]
-        .iter()
-        .map(|b| b["seed"].as_u64().unwrap())
-        .collect();
+    let mut top_up_seeds: Vec<u64> = bodies[1..].iter().map(|b| b["seed"].as_u64().unwrap()).collect();
     top_up_seeds.sort_unstable();
-    assert_eq!(
-        top_up_seeds,
-        [8, 9],
-        "top-up samples get distinct, reproducible seeds"
-    );
+    assert_eq!(top_up_seeds, [8, 9], "top-up samples get distinct, reproducible seeds");
     assert!(bodies[1..].iter().all(|b| b.get("n").is_none()));
 }
 
@@ -156,46 +118,27 @@ async fn api_key_is_sent_as_bearer_from_the_named_env_var_and_never_shown() {
     std::env::set_var(VAR, KEY);
     let server = serve(ScriptedLlm::new().on("capital", "Paris")).await;
     server.require_api_key(KEY);
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        api_key_env: Some(VAR.into()),
-        ..config(&server.base_url())
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { api_key_env: Some(VAR.into()), ..config(&server.base_url()) }).unwrap();
     assert_eq!(llm.chat(&question(1, None)).await.unwrap().text(), "Paris");
-    assert_eq!(
-        server.requests()[0].authorization.as_deref(),
-        Some(format!("Bearer {KEY}").as_str())
-    );
+    assert_eq!(server.requests()[0].authorization.as_deref(), Some(format!("Bearer {KEY}").as_str()));
     assert!(!format!("{llm:?}").contains(KEY));
 
     // A wrong key: 401 is not retried, and the message names the status but not the key.
     let other = serve(ScriptedLlm::new()).await;
     other.require_api_key("sk-other");
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        api_key_env: Some(VAR.into()),
-        ..config(&other.base_url())
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { api_key_env: Some(VAR.into()), ..config(&other.base_url()) }).unwrap();
     let err = llm.chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Rejected));
     assert_eq!(other.request_count(), 1);
     let message = err.to_string();
-    assert!(
-        message.contains("401") && message.contains(&other.base_url()),
-        "{message}"
-    );
+    assert!(message.contains("401") && message.contains(&other.base_url()), "{message}");
     assert!(!message.contains(KEY), "{message}");
 
     // A server that echoes the key back in an error body: the key is scrubbed from our message.
-    let echo = MockOpenAiServer::start(Arc::new(FailingLlm(format!("bad credentials {KEY}"))))
-        .await
-        .unwrap();
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        api_key_env: Some(VAR.into()),
-        max_retries: 0,
-        ..config(&echo.base_url())
-    })
-    .unwrap();
+    let echo = MockOpenAiServer::start(Arc::new(FailingLlm(format!("bad credentials {KEY}")))).await.unwrap();
+    let llm =
+        OpenAiLlm::new(OpenAiConfig { api_key_env: Some(VAR.into()), max_retries: 0, ..config(&echo.base_url()) })
+            .unwrap();
     let message = llm.chat(&question(1, None)).await.unwrap_err().to_string();
     assert!(message.contains("bad credentials <redacted>"), "{message}");
     assert!(!message.contains(KEY), "{message}");
@@ -210,11 +153,7 @@ impl Llm for FailingLlm {
         "failing"
     }
     async fn chat(&self, _: &ChatRequest) -> hopwise_core::Result<ChatResponse> {
-        Err(Error::backend(
-            "failing",
-            BackendErrorKind::Server,
-            self.0.clone(),
-        ))
+        Err(Error::backend("failing", BackendErrorKind::Server, self.0.clone()))
     }
 }
 
@@ -222,10 +161,7 @@ impl Llm for FailingLlm {
 async fn server_errors_are_retried_until_success() {
     let server = serve(ScriptedLlm::new().on("capital", "Paris")).await;
     server.fail_next(2, 500);
-    let response = client(&server.base_url())
-        .chat(&question(1, None))
-        .await
-        .unwrap();
+    let response = client(&server.base_url()).chat(&question(1, None)).await.unwrap();
     assert_eq!(response.text(), "Paris");
     assert_eq!(server.request_count(), 3);
 }
@@ -234,20 +170,11 @@ async fn server_errors_are_retried_until_success() {
 async fn persistent_server_errors_give_up_after_max_retries_with_a_clear_message() {
     let server = serve(ScriptedLlm::new()).await;
     server.fail_next(10, 503);
-    let err = client(&server.base_url())
-        .chat(&question(1, None))
-        .await
-        .unwrap_err();
+    let err = client(&server.base_url()).chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Server));
     assert_eq!(server.request_count(), 4, "1 attempt + 3 retries");
     let message = err.to_string();
-    for part in [
-        "openai:test-model",
-        "503",
-        "injected fault",
-        "4 attempts",
-        "/v1/chat/completions",
-    ] {
+    for part in ["openai:test-model", "503", "injected fault", "4 attempts", "/v1/chat/completions"] {
         assert!(message.contains(part), "`{part}` missing from: {message}");
     }
 }
@@ -256,28 +183,15 @@ async fn persistent_server_errors_give_up_after_max_retries_with_a_clear_message
 async fn rate_limits_honour_retry_after_up_to_the_cap() {
     let server = serve(ScriptedLlm::new().on("capital", "Paris")).await;
     server.rate_limit_next(1, 0.4);
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        retry_base_ms: 1,
-        retry_max_ms: 1,
-        ..config(&server.base_url())
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { retry_base_ms: 1, retry_max_ms: 1, ..config(&server.base_url()) }).unwrap();
     let started = Instant::now();
     assert_eq!(llm.chat(&question(1, None)).await.unwrap().text(), "Paris");
-    assert!(
-        started.elapsed() >= Duration::from_millis(400),
-        "Retry-After ignored: {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() >= Duration::from_millis(400), "Retry-After ignored: {:?}", started.elapsed());
     assert_eq!(server.request_count(), 2);
 
     // A server asking for 30 s is waited on only up to retry_after_max_secs.
     server.rate_limit_next(1, 30.0);
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        retry_after_max_secs: 0.05,
-        ..config(&server.base_url())
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { retry_after_max_secs: 0.05, ..config(&server.base_url()) }).unwrap();
     let started = Instant::now();
     assert_eq!(llm.chat(&question(1, None)).await.unwrap().text(), "Paris");
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -287,11 +201,7 @@ async fn rate_limits_honour_retry_after_up_to_the_cap() {
 async fn exhausted_rate_limits_are_reported_as_such() {
     let server = serve(ScriptedLlm::new()).await;
     server.rate_limit_next(5, 0.0);
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        max_retries: 1,
-        ..config(&server.base_url())
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { max_retries: 1, ..config(&server.base_url()) }).unwrap();
     let err = llm.chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::RateLimited));
     assert!(err.to_string().contains("429"), "{err}");
@@ -302,15 +212,9 @@ async fn exhausted_rate_limits_are_reported_as_such() {
 async fn other_client_errors_are_not_retried() {
     let server = serve(ScriptedLlm::new()).await;
     server.fail_next(1, 400);
-    let err = client(&server.base_url())
-        .chat(&question(1, None))
-        .await
-        .unwrap_err();
+    let err = client(&server.base_url()).chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Rejected));
-    assert!(
-        err.to_string().contains("400") && err.to_string().contains("1 attempt"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("400") && err.to_string().contains("1 attempt"), "{err}");
     assert_eq!(server.request_count(), 1);
 }
 
@@ -318,41 +222,21 @@ async fn other_client_errors_are_not_retried() {
 async fn garbage_bodies_are_malformed_and_retried_once_at_most() {
     let server = serve(ScriptedLlm::new().on("capital", "Paris")).await;
     server.garbage_next(1);
-    assert_eq!(
-        client(&server.base_url())
-            .chat(&question(1, None))
-            .await
-            .unwrap()
-            .text(),
-        "Paris"
-    );
+    assert_eq!(client(&server.base_url()).chat(&question(1, None)).await.unwrap().text(), "Paris");
     assert_eq!(server.request_count(), 2);
 
     let server = serve(ScriptedLlm::new()).await;
     server.garbage_next(10);
-    let err = client(&server.base_url())
-        .chat(&question(1, None))
-        .await
-        .unwrap_err();
+    let err = client(&server.base_url()).chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Malformed));
-    assert_eq!(
-        server.request_count(),
-        2,
-        "garbage is retried once, not max_retries times"
-    );
+    assert_eq!(server.request_count(), 2, "garbage is retried once, not max_retries times");
     let message = err.to_string();
-    assert!(
-        message.contains("not a chat-completion") && message.contains("502 Bad Gateway"),
-        "{message}"
-    );
+    assert!(message.contains("not a chat-completion") && message.contains("502 Bad Gateway"), "{message}");
 
     let server = serve(ScriptedLlm::new()).await;
     server.push_fault(Fault::NoChoices);
     server.push_fault(Fault::NoChoices);
-    let err = client(&server.base_url())
-        .chat(&question(1, None))
-        .await
-        .unwrap_err();
+    let err = client(&server.base_url()).chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Malformed));
     assert!(err.to_string().contains("no `choices`"), "{err}");
 }
@@ -360,28 +244,14 @@ async fn garbage_bodies_are_malformed_and_retried_once_at_most() {
 #[tokio::test]
 async fn a_server_that_is_down_gives_a_connection_error_quickly() {
     // Bind and release a port so nothing listens on it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let base_url = format!("http://127.0.0.1:{port}/v1");
     let started = Instant::now();
-    let err = client(&base_url)
-        .chat(&question(1, None))
-        .await
-        .unwrap_err();
+    let err = client(&base_url).chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Connection));
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     let message = err.to_string();
-    assert!(
-        message.contains(&format!("127.0.0.1:{port}/v1/chat/completions")),
-        "{message}"
-    );
+    assert!(message.contains(&format!("127.0.0.1:{port}/v1/chat/completions")), "{message}");
     assert!(message.contains("4 attempts"), "{message}");
     assert!(message.to_lowercase().contains("refused"), "{message}");
 }
@@ -390,20 +260,11 @@ async fn a_server_that_is_down_gives_a_connection_error_quickly() {
 async fn a_slow_server_times_out() {
     let server = serve(ScriptedLlm::new().on("capital", "Paris")).await;
     server.set_delay(Duration::from_secs(3));
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        timeout_secs: 0.3,
-        max_retries: 1,
-        ..config(&server.base_url())
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { timeout_secs: 0.3, max_retries: 1, ..config(&server.base_url()) }).unwrap();
     let started = Instant::now();
     let err = llm.chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Timeout));
-    assert!(
-        started.elapsed() < Duration::from_millis(2_500),
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_millis(2_500), "took {:?}", started.elapsed());
     assert!(err.to_string().contains("timed out"), "{err}");
     assert_eq!(server.request_count(), 2, "a timeout is retried");
 }
@@ -412,23 +273,13 @@ async fn a_slow_server_times_out() {
 async fn the_in_flight_limit_holds_under_concurrent_callers() {
     let server = serve(ScriptedLlm::new().on("capital", "Paris")).await;
     server.set_delay(Duration::from_millis(150));
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        max_in_flight: 2,
-        ..config(&server.base_url())
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { max_in_flight: 2, ..config(&server.base_url()) }).unwrap();
     let request = question(1, None);
     let calls = (0..6).map(|_| llm.chat(&request));
     let results = futures::future::join_all(calls).await;
-    assert!(results
-        .iter()
-        .all(|r| r.as_ref().is_ok_and(|r| r.text() == "Paris")));
+    assert!(results.iter().all(|r| r.as_ref().is_ok_and(|r| r.text() == "Paris")));
     assert_eq!(server.request_count(), 6);
-    assert_eq!(
-        server.peak_in_flight(),
-        2,
-        "limit exceeded, or calls did not run concurrently at all"
-    );
+    assert_eq!(server.peak_in_flight(), 2, "limit exceeded, or calls did not run concurrently at all");
 }
 
 /// A model that reports first-token alternatives, as a logprobs-capable server does.
@@ -444,16 +295,9 @@ impl Llm for JudgeLlm {
             choices: vec![Completion {
                 text: "entail".into(),
                 finish_reason: Some("stop".into()),
-                top_logprobs: vec![
-                    ("entail".into(), -0.25),
-                    ("neutral".into(), -1.5),
-                    ("contradict".into(), -3.0),
-                ],
+                top_logprobs: vec![("entail".into(), -0.25), ("neutral".into(), -1.5), ("contradict".into(), -3.0)],
             }],
-            usage: Usage {
-                prompt_tokens: 5,
-                completion_tokens: 1,
-            },
+            usage: Usage { prompt_tokens: 5, completion_tokens: 1 },
             grammar_used: false,
         })
     }
@@ -463,21 +307,12 @@ impl Llm for JudgeLlm {
 async fn logprobs_are_requested_and_read() {
     let server = MockOpenAiServer::start(Arc::new(JudgeLlm)).await.unwrap();
     let llm = client(&server.base_url());
-    let request = ChatRequest::new(
-        vec![ChatMessage::user("p / h")],
-        GenParams {
-            logprobs: true,
-            ..GenParams::default()
-        },
-    );
+    let request =
+        ChatRequest::new(vec![ChatMessage::user("p / h")], GenParams { logprobs: true, ..GenParams::default() });
     let response = llm.chat(&request).await.unwrap();
     assert_eq!(
         response.choices[0].top_logprobs,
-        vec![
-            ("entail".to_string(), -0.25),
-            ("neutral".to_string(), -1.5),
-            ("contradict".to_string(), -3.0)
-        ]
+        vec![("entail".to_string(), -0.25), ("neutral".to_string(), -1.5), ("contradict".to_string(), -3.0)]
     );
     let sent = &server.requests()[0].body;
     assert_eq!(sent["logprobs"], true);
@@ -494,11 +329,7 @@ async fn grammar_is_sent_only_when_enabled() {
     assert!(!response.grammar_used);
     assert!(server.requests()[0].body.get("grammar").is_none());
 
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        send_grammar: true,
-        ..config(&server.base_url())
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { send_grammar: true, ..config(&server.base_url()) }).unwrap();
     let response = llm.chat(&request).await.unwrap();
     assert!(response.grammar_used);
     assert_eq!(server.requests()[1].body["grammar"], "root ::= \"Paris\"");
@@ -507,25 +338,13 @@ async fn grammar_is_sent_only_when_enabled() {
 #[tokio::test]
 async fn list_models_reports_the_served_model_or_a_clear_error() {
     let server = serve(ScriptedLlm::new()).await;
-    assert_eq!(
-        client(&server.base_url()).list_models().await.unwrap(),
-        ["scripted"]
-    );
-    let health = reqwest::get(format!("http://{}/health", server.addr()))
-        .await
-        .unwrap();
+    assert_eq!(client(&server.base_url()).list_models().await.unwrap(), ["scripted"]);
+    let health = reqwest::get(format!("http://{}/health", server.addr())).await.unwrap();
     assert!(health.status().is_success());
     server.shutdown().await;
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let err = client(&format!("http://127.0.0.1:{port}/v1"))
-        .list_models()
-        .await
-        .unwrap_err();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let err = client(&format!("http://127.0.0.1:{port}/v1")).list_models().await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Connection));
     assert!(err.to_string().contains("/v1/models"), "{err}");
 }
@@ -534,19 +353,11 @@ async fn list_models_reports_the_served_model_or_a_clear_error() {
 async fn a_stopped_mock_refuses_connections() {
     let server = serve(ScriptedLlm::new()).await;
     let base_url = server.base_url();
-    let llm = OpenAiLlm::new(OpenAiConfig {
-        max_retries: 0,
-        ..config(&base_url)
-    })
-    .unwrap();
+    let llm = OpenAiLlm::new(OpenAiConfig { max_retries: 0, ..config(&base_url) }).unwrap();
     llm.chat(&question(1, None)).await.unwrap();
     drop(server);
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let fresh = OpenAiLlm::new(OpenAiConfig {
-        max_retries: 0,
-        ..config(&base_url)
-    })
-    .unwrap();
+    let fresh = OpenAiLlm::new(OpenAiConfig { max_retries: 0, ..config(&base_url) }).unwrap();
     let err = fresh.chat(&question(1, None)).await.unwrap_err();
     assert_eq!(kind(&err), Some(BackendErrorKind::Connection), "{err}");
 }
@@ -559,11 +370,7 @@ async fn cached_http_calls_replay_offline() {
     let first = recording.chat(&question(2, Some(1))).await.unwrap();
     let second = recording.chat(&question(2, Some(1))).await.unwrap();
     assert_eq!(first, second);
-    assert_eq!(
-        server.request_count(),
-        1,
-        "the second call is served from disk"
-    );
+    assert_eq!(server.request_count(), 1, "the second call is served from disk");
     let base_url = server.base_url();
     server.shutdown().await;
 

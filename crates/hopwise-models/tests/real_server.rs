@@ -11,12 +11,7 @@ fn real_server() -> Option<OpenAiConfig> {
         return None;
     };
     let model = std::env::var("HOPWISE_OPENAI_TEST_MODEL").unwrap_or_else(|_| "default".into());
-    Some(OpenAiConfig {
-        timeout_secs: 120.0,
-        max_retries: 1,
-        retry_base_ms: 100,
-        ..OpenAiConfig::new(base_url, model)
-    })
+    Some(OpenAiConfig { timeout_secs: 120.0, max_retries: 1, retry_base_ms: 100, ..OpenAiConfig::new(base_url, model) })
 }
 
 #[tokio::test]
@@ -27,22 +22,11 @@ async fn real_server_answers_with_samples_usage_and_logprobs() {
 
     let request = ChatRequest::new(
         vec![ChatMessage::user("Reply with one word: hello")],
-        GenParams {
-            n: 2,
-            seed: Some(3),
-            max_tokens: 8,
-            temperature: 0.8,
-            top_p: 0.95,
-            ..GenParams::default()
-        },
+        GenParams { n: 2, seed: Some(3), max_tokens: 8, temperature: 0.8, top_p: 0.95, ..GenParams::default() },
     );
     let response = llm.chat(&request).await.unwrap();
     assert_eq!(response.choices.len(), 2);
-    assert!(
-        response.usage.prompt_tokens > 0 && response.usage.completion_tokens > 0,
-        "{:?}",
-        response.usage
-    );
+    assert!(response.usage.prompt_tokens > 0 && response.usage.completion_tokens > 0, "{:?}", response.usage);
     assert!(response.choices.iter().all(|c| c.finish_reason.is_some()));
 
     let request = ChatRequest::new(
@@ -54,18 +38,10 @@ async fn real_server_answers_with_samples_usage_and_logprobs() {
             ..GenParams::default()
         },
     );
-    let constrained = OpenAiLlm::new(OpenAiConfig {
-        send_grammar: true,
-        ..config
-    })
-    .unwrap();
+    let constrained = OpenAiLlm::new(OpenAiConfig { send_grammar: true, ..config }).unwrap();
     let response = constrained.chat(&request).await.unwrap();
     assert!(response.grammar_used);
-    assert!(
-        ["yes", "no"].contains(&response.text()),
-        "grammar not applied: {:?}",
-        response.text()
-    );
+    assert!(["yes", "no"].contains(&response.text()), "grammar not applied: {:?}", response.text());
     let first = &response.choices[0].top_logprobs;
     assert!(!first.is_empty(), "no logprobs came back");
     assert!(first.iter().all(|(_, lp)| *lp <= 0.0));

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use hopwise_core::text::word_count;
 use hopwise_core::{
-    BackendErrorKind, ChatMessage, ChatRequest, ChatResponse, Embedder, Error, EventKind, GenParams, Llm, Nli, Passage, Prompts,
-    Recorder, Retriever,
+    BackendErrorKind, ChatMessage, ChatRequest, ChatResponse, Embedder, Error, EventKind, GenParams, Llm, Nli, Passage,
+    Prompts, Recorder, Retriever,
 };
 use serde::{Deserialize, Serialize};
 
@@ -109,9 +109,17 @@ impl Ctx {
 
     /// Sends one user prompt (after the configured system message) and meters the call.
     /// `purpose` names the step (`decompose`, `self_verify`, …) in the trace.
-    pub async fn chat(&self, purpose: &str, node: Option<&str>, prompt: String, params: GenParams) -> Result<ChatResponse> {
+    pub async fn chat(
+        &self,
+        purpose: &str,
+        node: Option<&str>,
+        prompt: String,
+        params: GenParams,
+    ) -> Result<ChatResponse> {
         if let Some(why) = self.backend_down.get() {
-            return Err(Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")).into());
+            return Err(
+                Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")).into()
+            );
         }
         let used = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         if used >= self.budget.max_llm_calls {
@@ -149,7 +157,9 @@ impl Ctx {
                 (kind, Ok(resp))
             }
             Err(e) => {
-                if e.backend_kind().is_some_and(|k| k != BackendErrorKind::Malformed && k != BackendErrorKind::Unsupported) {
+                if e.backend_kind()
+                    .is_some_and(|k| k != BackendErrorKind::Malformed && k != BackendErrorKind::Unsupported)
+                {
                     let _ = self.backend_down.set(e.to_string());
                 }
                 self.rec.with_stats(|s| s.llm_calls += 1);
@@ -171,7 +181,13 @@ impl Ctx {
     }
 
     /// Renders `template`, sends it with the default parameters, and returns the trimmed reply.
-    pub async fn complete(&self, purpose: &str, node: Option<&str>, template: &str, vars: &[(&str, &str)]) -> Result<String> {
+    pub async fn complete(
+        &self,
+        purpose: &str,
+        node: Option<&str>,
+        template: &str,
+        vars: &[(&str, &str)],
+    ) -> Result<String> {
         self.complete_with(purpose, node, template, vars, self.params.clone()).await
     }
 

@@ -44,7 +44,10 @@ pub struct ChildGraph {
 #[derive(Debug, Clone)]
 pub enum NodeOutcome {
     /// The node is answered; `question` is the form it was answered as (e.g. after rewriting).
-    Answered { question: String, answer: String },
+    Answered {
+        question: String,
+        answer: String,
+    },
     Expand(ChildGraph),
 }
 

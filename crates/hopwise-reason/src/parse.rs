@@ -119,7 +119,11 @@ pub fn parse_critique(reply: &str, original: &[String], repairs: &mut Vec<Repair
         }
     }
     if kept.is_empty() {
-        repairs.push(repair("critique", "critique_kept_nothing", "no sub-question could be read from the critique; all kept"));
+        repairs.push(repair(
+            "critique",
+            "critique_kept_nothing",
+            "no sub-question could be read from the critique; all kept",
+        ));
         return (0..original.len()).collect();
     }
     kept.sort_unstable();
@@ -395,8 +399,24 @@ pub fn is_yes_no_question(question: &str) -> bool {
     let first = question.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
     matches!(
         first.as_str(),
-        "is" | "are" | "was" | "were" | "do" | "does" | "did" | "can" | "could" | "has" | "have" | "had" | "will"
-            | "would" | "should" | "shall" | "may" | "might" | "must"
+        "is" | "are"
+            | "was"
+            | "were"
+            | "do"
+            | "does"
+            | "did"
+            | "can"
+            | "could"
+            | "has"
+            | "have"
+            | "had"
+            | "will"
+            | "would"
+            | "should"
+            | "shall"
+            | "may"
+            | "might"
+            | "must"
     )
 }
 

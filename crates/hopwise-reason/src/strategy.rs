@@ -85,7 +85,9 @@ pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>>
         "self-ask-noir" => Box::new(crate::baselines::self_ask::SelfAsk::new(options.parse("self-ask-noir")?, false)),
         "least-to-most" => Box::new(crate::baselines::least_to_most::LeastToMost::new(options.parse("least-to-most")?)),
         "plan-solve" => Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve")?, false)),
-        "plan-solve-rtr" => Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve-rtr")?, true)),
+        "plan-solve-rtr" => {
+            Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve-rtr")?, true))
+        }
         other => return Err(ReasonError::UnknownStrategy(other.to_string())),
     })
 }
@@ -102,7 +104,9 @@ pub async fn run(strategy: &dyn Strategy, ctx: &Ctx, question: &str) -> Result<T
     }
     match strategy.answer(ctx, question).await {
         Ok(answer) => Ok(ctx.rec.finish(&answer.text, answer.rationale)),
-        Err(e @ (ReasonError::EmptyQuestion | ReasonError::NeedsRetriever(_) | ReasonError::InvalidOption(_))) => Err(e),
+        Err(e @ (ReasonError::EmptyQuestion | ReasonError::NeedsRetriever(_) | ReasonError::InvalidOption(_))) => {
+            Err(e)
+        }
         Err(ReasonError::Core(e @ (hopwise_core::Error::Template { .. } | hopwise_core::Error::Config(_)))) => {
             Err(ReasonError::Core(e))
         }

@@ -119,14 +119,24 @@ impl Toqd {
     /// Decompose → critique → construct. `decompose_prompt` is the already-rendered decomposition
     /// prompt (the top-level, leaf or internal variant). Returns None when no sub-question could be
     /// read.
-    async fn plan(&self, ctx: &Ctx, node: Option<&str>, question: &str, decompose_prompt: String) -> Result<Option<Plan>> {
+    async fn plan(
+        &self,
+        ctx: &Ctx,
+        node: Option<&str>,
+        question: &str,
+        decompose_prompt: String,
+    ) -> Result<Option<Plan>> {
         let stage = node.map_or_else(|| "decompose".to_string(), |n| format!("decompose:{n}"));
         let reply = ctx
             .chat("decompose", node, decompose_prompt, self.structured_params(ctx, grammars::NUMBERED_QUESTIONS))
             .await?;
         let mut questions = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
         if questions.is_empty() {
-            ctx.rec.repair(Repair { stage, rule: "no_subquestions".into(), detail: "the decomposition listed nothing".into() });
+            ctx.rec.repair(Repair {
+                stage,
+                rule: "no_subquestions".into(),
+                detail: "the decomposition listed nothing".into(),
+            });
             return Ok(None);
         }
         if questions.len() > self.opts.max_subquestions {
@@ -218,7 +228,11 @@ impl Toqd {
                     "rewrite",
                     Some(id),
                     "toqd_rewrite",
-                    &[("dialog", &format_dialog(&task.dialog)), ("question", &task.question), ("main_question", main_question)],
+                    &[
+                        ("dialog", &format_dialog(&task.dialog)),
+                        ("question", &task.question),
+                        ("main_question", main_question),
+                    ],
                     capped(ctx, REWRITE_TOKENS),
                 )
                 .await?;
@@ -236,7 +250,13 @@ impl Toqd {
         // Self-verify without context.
         if self.opts.self_verify {
             let reply = ctx
-                .complete_with("self_verify", Some(id), "toqd_self_verify", &[("question", &question)], capped(ctx, ANSWER_TOKENS))
+                .complete_with(
+                    "self_verify",
+                    Some(id),
+                    "toqd_self_verify",
+                    &[("question", &question)],
+                    capped(ctx, ANSWER_TOKENS),
+                )
                 .await?;
             if !unanswered(&question, &reply) {
                 let answer = parse::clean_answer(&reply);
@@ -278,15 +298,23 @@ impl Toqd {
             let prompt = if task.has_parents && !task.dialog.is_empty() {
                 ctx.render(
                     "toqd_decompose_internal",
-                    &[("dialog", &format_dialog(&task.dialog)), ("question", &question), ("passages", &format_passages(&passages))],
+                    &[
+                        ("dialog", &format_dialog(&task.dialog)),
+                        ("question", &question),
+                        ("passages", &format_passages(&passages)),
+                    ],
                 )?
             } else {
-                ctx.render("toqd_decompose_leaf", &[("question", &question), ("passages", &format_passages(&passages))])?
+                ctx.render(
+                    "toqd_decompose_leaf",
+                    &[("question", &question), ("passages", &format_passages(&passages))],
+                )?
             };
             if let Some(plan) = self.plan(ctx, Some(id), &question, prompt).await? {
                 // A "decomposition" that just repeats the node would loop: answer it instead.
                 let repeats = plan.questions.len() == 1
-                    && hopwise_core::text::normalize_answer(&plan.questions[0]) == hopwise_core::text::normalize_answer(&question);
+                    && hopwise_core::text::normalize_answer(&plan.questions[0])
+                        == hopwise_core::text::normalize_answer(&question);
                 if !repeats {
                     ctx.rec.update_node(id, |n| n.decision = Decision::Decomposed);
                     return Ok(NodeOutcome::Expand(child_graph(&plan)));
@@ -388,7 +416,12 @@ impl Strategy for Toqd {
         for (i, q) in plan.questions.iter().enumerate() {
             let id = (i + 1).to_string();
             let parents: Vec<String> = plan.topology.parents(i + 1).iter().map(|p| p.to_string()).collect();
-            ctx.rec.upsert_node(NodeTrace { id: id.clone(), question: q.clone(), parents: parents.clone(), ..Default::default() });
+            ctx.rec.upsert_node(NodeTrace {
+                id: id.clone(),
+                question: q.clone(),
+                parents: parents.clone(),
+                ..Default::default()
+            });
             dag.add_node(&id, q, parents, 0);
         }
         for (a, b) in &plan.topology.edges {

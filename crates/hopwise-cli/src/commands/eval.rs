@@ -36,7 +36,8 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     eval.concurrency = args.concurrency.max(1);
     eval.k = config.k;
     eval.model = llm.name().to_string();
-    eval.retriever = Some(if args.context { "example-context".to_string() } else { config.index_dir().display().to_string() });
+    eval.retriever =
+        Some(if args.context { "example-context".to_string() } else { config.index_dir().display().to_string() });
     eval.prompts_hash = hopwise_eval::prompts_hash(&prompts);
     for s in &strategies {
         eval.strategy_options.insert(s.clone(), config.strategy_options(s));
@@ -50,7 +51,10 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
             Some(r) => r.clone(),
             None => Arc::new(ExampleContextRetriever::new(&job.example)),
         };
-        Ok(Ctx::new(llm.clone(), prompts.clone(), rec).with_retriever(Some(retriever)).with_budget(budget.clone()).with_k(k))
+        Ok(Ctx::new(llm.clone(), prompts.clone(), rec)
+            .with_retriever(Some(retriever))
+            .with_budget(budget.clone())
+            .with_k(k))
     });
     let outcome = if args.json {
         run_eval(&eval, factory, &NoProgress).await?

@@ -8,7 +8,8 @@ use hopwise_reason::strategy::CATALOG;
 
 pub fn strategies(json: bool) -> Result<ExitCode> {
     if json {
-        let list: Vec<_> = CATALOG.iter().map(|(name, about)| serde_json::json!({"name": name, "description": about})).collect();
+        let list: Vec<_> =
+            CATALOG.iter().map(|(name, about)| serde_json::json!({"name": name, "description": about})).collect();
         println!("{}", serde_json::to_string_pretty(&list)?);
     } else {
         let width = CATALOG.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
@@ -23,7 +24,8 @@ pub fn prompts(config: &Config, name: Option<&str>) -> Result<ExitCode> {
     let prompts = config.prompts()?;
     match name {
         Some(n) => {
-            let text = prompts.template(n).with_context(|| format!("no template `{n}`; `hopwise prompts` lists them"))?;
+            let text =
+                prompts.template(n).with_context(|| format!("no template `{n}`; `hopwise prompts` lists them"))?;
             println!("{text}");
         }
         None => prompts.names().for_each(|n| println!("{n}")),

@@ -41,7 +41,8 @@ fn fetch(name: &str, home: &Path, quiet: bool) -> Result<std::path::PathBuf> {
         SetupEvent::Verifying => bar.set_message(format!("{name}: verifying sha256")),
         SetupEvent::Installed { path } => bar.set_message(format!("{name}: installed at {}", path.display())),
     };
-    let path = hopwise_llama::ensure_model(name, home, &mut on_event).with_context(|| format!("setting up model `{name}`"))?;
+    let path =
+        hopwise_llama::ensure_model(name, home, &mut on_event).with_context(|| format!("setting up model `{name}`"))?;
     bar.finish();
     Ok(path)
 }

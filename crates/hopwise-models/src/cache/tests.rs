@@ -6,14 +6,7 @@ use hopwise_core::{ChatMessage, Completion, GenParams, Usage};
 use super::*;
 
 fn request(prompt: &str, seed: Option<u64>, n: u32) -> ChatRequest {
-    ChatRequest::new(
-        vec![ChatMessage::user(prompt)],
-        GenParams {
-            seed,
-            n,
-            ..GenParams::default()
-        },
-    )
+    ChatRequest::new(vec![ChatMessage::user(prompt)], GenParams { seed, n, ..GenParams::default() })
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
@@ -41,61 +34,26 @@ async fn second_identical_call_is_a_hit_and_changed_parameters_miss() {
     let model = ScriptedLlm::new().on("capital", "Paris {i}");
     let cached = CachedLlm::new(model.clone(), dir.path(), CacheMode::ReadWrite);
 
-    let first = cached
-        .chat(&request("capital of France?", Some(1), 2))
-        .await
-        .unwrap();
-    let again = cached
-        .chat(&request("capital of France?", Some(1), 2))
-        .await
-        .unwrap();
+    let first = cached.chat(&request("capital of France?", Some(1), 2)).await.unwrap();
+    let again = cached.chat(&request("capital of France?", Some(1), 2)).await.unwrap();
     assert_eq!(first, again);
     assert_eq!(model.calls().len(), 1, "the hit must not reach the model");
-    assert_eq!(
-        cached.stats(),
-        CacheStats {
-            hits: 1,
-            misses: 1,
-            writes: 1
-        }
-    );
+    assert_eq!(cached.stats(), CacheStats { hits: 1, misses: 1, writes: 1 });
 
     // n, seed and the prompt are all part of the key.
-    cached
-        .chat(&request("capital of France?", Some(2), 2))
-        .await
-        .unwrap();
-    cached
-        .chat(&request("capital of France?", Some(1), 3))
-        .await
-        .unwrap();
-    cached
-        .chat(&request("capital of Spain?", Some(1), 2))
-        .await
-        .unwrap();
+    cached.chat(&request("capital of France?", Some(2), 2)).await.unwrap();
+    cached.chat(&request("capital of France?", Some(1), 3)).await.unwrap();
+    cached.chat(&request("capital of Spain?", Some(1), 2)).await.unwrap();
     assert_eq!(model.calls().len(), 4);
-    assert_eq!(
-        cached.stats(),
-        CacheStats {
-            hits: 1,
-            misses: 4,
-            writes: 4
-        }
-    );
+    assert_eq!(cached.stats(), CacheStats { hits: 1, misses: 4, writes: 4 });
     assert_eq!(files_under(dir.path()).len(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_identical_calls_pay_for_one_backend_call() {
     let dir = tempfile::tempdir().unwrap();
-    let model = ScriptedLlm::new()
-        .on("q", "a")
-        .latency(std::time::Duration::from_millis(100));
-    let cached = Arc::new(CachedLlm::new(
-        model.clone(),
-        dir.path(),
-        CacheMode::ReadWrite,
-    ));
+    let model = ScriptedLlm::new().on("q", "a").latency(std::time::Duration::from_millis(100));
+    let cached = Arc::new(CachedLlm::new(model.clone(), dir.path(), CacheMode::ReadWrite));
     let calls: Vec<_> = (0..5)
         .map(|i| {
             let cached = cached.clone();
@@ -108,14 +66,7 @@ async fn concurrent_identical_calls_pay_for_one_backend_call() {
         assert_eq!(call.await.unwrap().unwrap().text(), "a");
     }
     assert_eq!(model.calls().len(), 2);
-    assert_eq!(
-        cached.stats(),
-        CacheStats {
-            hits: 3,
-            misses: 2,
-            writes: 2
-        }
-    );
+    assert_eq!(cached.stats(), CacheStats { hits: 3, misses: 2, writes: 2 });
 }
 
 #[tokio::test]
@@ -126,11 +77,7 @@ async fn entries_fan_out_in_two_levels_named_by_key() {
     cached.chat(&req).await.unwrap();
     let key = cached.key(&req).unwrap();
     assert_eq!(key.len(), 64);
-    let expected = dir
-        .path()
-        .join(&key[0..2])
-        .join(&key[2..4])
-        .join(format!("{key}.json"));
+    let expected = dir.path().join(&key[0..2]).join(&key[2..4]).join(format!("{key}.json"));
     assert_eq!(files_under(dir.path()), vec![expected]);
 }
 
@@ -143,77 +90,36 @@ async fn a_hit_returns_the_stored_response_exactly() {
             finish_reason: Some("stop".into()),
             top_logprobs: vec![("yes".into(), -0.123_456_79), ("no".into(), -7.1e-5)],
         }],
-        usage: Usage {
-            prompt_tokens: 11,
-            completion_tokens: 3,
-        },
+        usage: Usage { prompt_tokens: 11, completion_tokens: 3 },
         grammar_used: true,
     };
     let req = request("q", Some(9), 1);
     let writer = CachedLlm::new(ScriptedLlm::new(), dir.path(), CacheMode::ReadWrite);
-    writer
-        .cache()
-        .put(&writer.material(&req).unwrap(), &stored)
-        .await
-        .unwrap();
+    writer.cache().put(&writer.material(&req).unwrap(), &stored).await.unwrap();
     let path = writer.cache().path_for(&writer.key(&req).unwrap());
     let bytes_before = std::fs::read(&path).unwrap();
 
     let replay = CachedLlm::new(ScriptedLlm::new(), dir.path(), CacheMode::ReadOnly);
     let got = replay.chat(&req).await.unwrap();
     assert_eq!(got, stored);
-    assert_eq!(
-        serde_json::to_vec(&got).unwrap(),
-        serde_json::to_vec(&stored).unwrap()
-    );
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        bytes_before,
-        "a hit must not rewrite the entry"
-    );
+    assert_eq!(serde_json::to_vec(&got).unwrap(), serde_json::to_vec(&stored).unwrap());
+    assert_eq!(std::fs::read(&path).unwrap(), bytes_before, "a hit must not rewrite the entry");
 }
 
 #[tokio::test]
 async fn replay_mode_serves_hits_and_fails_misses_without_calling_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let recorder = CachedLlm::new(
-        ScriptedLlm::new().on("known", "recorded"),
-        dir.path(),
-        CacheMode::ReadWrite,
-    );
-    recorder
-        .chat(&request("known question", None, 1))
-        .await
-        .unwrap();
+    let recorder = CachedLlm::new(ScriptedLlm::new().on("known", "recorded"), dir.path(), CacheMode::ReadWrite);
+    recorder.chat(&request("known question", None, 1)).await.unwrap();
 
     let model = ScriptedLlm::new().on("known", "live answer");
     let replay = CachedLlm::new(model.clone(), dir.path(), CacheMode::ReadOnly);
-    assert_eq!(
-        replay
-            .chat(&request("known question", None, 1))
-            .await
-            .unwrap()
-            .text(),
-        "recorded"
-    );
-    let err = replay
-        .chat(&request("new question", None, 1))
-        .await
-        .unwrap_err();
+    assert_eq!(replay.chat(&request("known question", None, 1)).await.unwrap().text(), "recorded");
+    let err = replay.chat(&request("new question", None, 1)).await.unwrap_err();
     assert_eq!(err.backend_kind(), Some(BackendErrorKind::Unsupported));
-    assert!(
-        err.to_string().contains("not in cache (replay mode)"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("not in cache (replay mode)"), "{err}");
     assert!(model.calls().is_empty());
-    assert_eq!(
-        replay.stats(),
-        CacheStats {
-            hits: 1,
-            misses: 1,
-            writes: 0
-        }
-    );
+    assert_eq!(replay.stats(), CacheStats { hits: 1, misses: 1, writes: 0 });
 }
 
 #[tokio::test]
@@ -271,11 +177,7 @@ async fn readers_never_see_a_partial_entry_while_writers_replace_it() {
         tokio::spawn(async move {
             let mut reads = 0;
             for _ in 0..200 {
-                let value: Vec<String> = cache
-                    .get(&material)
-                    .await
-                    .unwrap()
-                    .expect("entry vanished mid-replace");
+                let value: Vec<String> = cache.get(&material).await.unwrap().expect("entry vanished mid-replace");
                 assert_eq!(value.len(), 20_000);
                 assert!(value.iter().all(|v| v == &value[0]), "mixed entry");
                 reads += 1;
@@ -288,10 +190,8 @@ async fn readers_never_see_a_partial_entry_while_writers_replace_it() {
         w.await.unwrap().unwrap();
     }
     assert_eq!(reader.await.unwrap(), 200);
-    let leftovers: Vec<_> = files_under(dir.path())
-        .into_iter()
-        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
-        .collect();
+    let leftovers: Vec<_> =
+        files_under(dir.path()).into_iter().filter(|p| p.to_string_lossy().ends_with(".tmp")).collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     assert_eq!(files_under(dir.path()).len(), 1);
 }
@@ -310,10 +210,7 @@ async fn a_failed_write_reports_the_path_and_leaves_no_temporary_file() {
 #[test]
 fn cache_modes_parse_from_config_words() {
     assert_eq!("replay".parse::<CacheMode>().unwrap(), CacheMode::ReadOnly);
-    assert_eq!(
-        "read-write".parse::<CacheMode>().unwrap(),
-        CacheMode::ReadWrite
-    );
+    assert_eq!("read-write".parse::<CacheMode>().unwrap(), CacheMode::ReadWrite);
     assert_eq!("OFF".parse::<CacheMode>().unwrap(), CacheMode::Off);
     assert!("sometimes".parse::<CacheMode>().is_err());
     let m: CacheMode = serde_json::from_str("\"replay\"").unwrap();
@@ -324,8 +221,5 @@ fn cache_modes_parse_from_config_words() {
 fn keys_do_not_depend_on_field_order() {
     let a = DiskCache::canonical(&serde_json::json!({"a": 1, "b": [1, 2]})).unwrap();
     let b: serde_json::Value = serde_json::from_str(r#"{"b": [1, 2], "a": 1}"#).unwrap();
-    assert_eq!(
-        DiskCache::key(&a).unwrap(),
-        DiskCache::key(&DiskCache::canonical(&b).unwrap()).unwrap()
-    );
+    assert_eq!(DiskCache::key(&a).unwrap(), DiskCache::key(&DiskCache::canonical(&b).unwrap()).unwrap());
 }

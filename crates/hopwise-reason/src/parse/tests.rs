@@ -12,7 +12,8 @@ fn rules(t: &Topology) -> Vec<&str> {
 
 #[test]
 fn numbered_lists_in_many_styles() {
-    let text = "Sub-questions:\n1. Who directed Jaws?\n2) When was he born?\n(3) Where?\nQ4: What else?\nStep 5: Last one?";
+    let text =
+        "Sub-questions:\n1. Who directed Jaws?\n2) When was he born?\n(3) Where?\nQ4: What else?\nStep 5: Last one?";
     assert_eq!(
         parse_numbered_list(text),
         vec!["Who directed Jaws?", "When was he born?", "Where?", "What else?", "Last one?"]
@@ -26,7 +27,8 @@ fn numbered_lists_in_many_styles() {
 
 #[test]
 fn critique_maps_back_to_original_indices() {
-    let orig: Vec<String> = vec!["Who directed Jaws?".into(), "When was Jaws released?".into(), "Who directed Jaws?!".into()];
+    let orig: Vec<String> =
+        vec!["Who directed Jaws?".into(), "When was Jaws released?".into(), "Who directed Jaws?!".into()];
     let mut r = Vec::new();
     assert_eq!(parse_critique("1. Who directed Jaws?", &orig, &mut r), vec![0]);
     assert_eq!(parse_critique("Keep 2 and 1", &orig, &mut r), vec![0, 1]);
@@ -51,7 +53,11 @@ fn chains_fans_and_multi_digit_ids() {
 
 #[test]
 fn prose_groups_and_arrow_styles() {
-    let t = parse_edges("Sure! Here are the edges:\n- Sub-question 1 → Sub-question 2 because we need the director.\n2 => Q.", 2, "c");
+    let t = parse_edges(
+        "Sure! Here are the edges:\n- Sub-question 1 → Sub-question 2 because we need the director.\n2 => Q.",
+        2,
+        "c",
+    );
     assert_eq!(t.edges, vec![(sub(1), sub(2)), (sub(2), Q)]);
     let t = parse_edges("(1 and 2) -> 3; 3 -> Q", 3, "c");
     assert_eq!(t.edges, vec![(sub(1), sub(3)), (sub(2), sub(3)), (sub(3), Q)]);
@@ -63,7 +69,10 @@ fn prose_groups_and_arrow_styles() {
 fn repairs_cycles_self_loops_unknown_ids_and_loose_nodes() {
     let t = parse_edges("1 -> 2\n2 -> 1\n2 -> 2\n7 -> Q\nQ -> 1\n2 -> Q", 3, "c");
     assert_eq!(t.edges, vec![(sub(1), sub(2)), (sub(2), Q), (sub(3), Q)]);
-    assert_eq!(rules(&t), vec!["drop_cycle_edge", "drop_self_loop", "drop_unknown_id", "drop_edge_from_sink", "wire_sink_to_q"]);
+    assert_eq!(
+        rules(&t),
+        vec!["drop_cycle_edge", "drop_self_loop", "drop_unknown_id", "drop_edge_from_sink", "wire_sink_to_q"]
+    );
 }
 
 #[test]
@@ -83,10 +92,32 @@ fn parents_are_read_from_edges() {
 
 #[test]
 fn no_sentinel_variants() {
-    for yes in ["NO!", "no!", "No!", " NO! ", "NO !", "NO! I cannot answer that.", "Answer: NO!", "\"NO!\"", "NO", "**NO!**", "I don't have that information. NO!"] {
+    for yes in [
+        "NO!",
+        "no!",
+        "No!",
+        " NO! ",
+        "NO !",
+        "NO! I cannot answer that.",
+        "Answer: NO!",
+        "\"NO!\"",
+        "NO",
+        "**NO!**",
+        "I don't have that information. NO!",
+    ] {
         assert!(is_no_sentinel(yes), "{yes:?} is the sentinel");
     }
-    for no in ["No, they are not both guitarists.", "No.", "No", "Nolan", "Norway", "no", "Steven Spielberg", "None of them", ""] {
+    for no in [
+        "No, they are not both guitarists.",
+        "No.",
+        "No",
+        "Nolan",
+        "Norway",
+        "no",
+        "Steven Spielberg",
+        "None of them",
+        "",
+    ] {
         assert!(!is_no_sentinel(no), "{no:?} is an answer");
     }
 }

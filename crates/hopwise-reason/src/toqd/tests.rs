@@ -40,7 +40,13 @@ fn bridge_model() -> ScriptedLlm {
         .on(SUMMARY, "Answer: Rush\nReason: Rush released Counterparts and Neil Peart drummed for it.")
 }
 
-async fn ask(strategy: &str, options: StrategyOptions, llm: impl Llm + 'static, retriever: Option<StaticRetriever>, budget: Budget) -> Trace {
+async fn ask(
+    strategy: &str,
+    options: StrategyOptions,
+    llm: impl Llm + 'static,
+    retriever: Option<StaticRetriever>,
+    budget: Budget,
+) -> Trace {
     let s = build(strategy, &options).expect("known strategy");
     let rec = Recorder::new("q", strategy);
     let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), rec)
@@ -78,7 +84,16 @@ async fn bridge_question_resolves_known_then_retrieved() {
     assert!(t.edges.iter().any(|e| e.from == "2" && e.to == "Q"));
     assert_eq!(
         purposes(&t),
-        vec!["decompose", "critique", "construct", "self_verify", "rewrite", "self_verify", "self_verify_context", "summary"]
+        vec![
+            "decompose",
+            "critique",
+            "construct",
+            "self_verify",
+            "rewrite",
+            "self_verify",
+            "self_verify_context",
+            "summary"
+        ]
     );
     assert_eq!(t.stats.llm_calls, 8);
     assert_eq!(t.stats.retrieval_rounds, 1);
@@ -94,7 +109,13 @@ async fn unanswerable_node_is_decomposed_into_a_child_graph() {
         .on(CONSTRUCT, "1 -> 2\n2 -> Q")
         .on(REWRITE, "Which hall of fame inducted Neil Peart?")
         .on_fn(SELF_VERIFY, |p, _| if p.contains("drummer of Rush") { "Neil Peart".into() } else { "NO!".into() })
-        .on_fn(WITH_CONTEXT, |p, _| if p.contains("inducted Neil Peart") { "Modern Drummer Hall of Fame".into() } else { "NO!".into() })
+        .on_fn(WITH_CONTEXT, |p, _| {
+            if p.contains("inducted Neil Peart") {
+                "Modern Drummer Hall of Fame".into()
+            } else {
+                "NO!".into()
+            }
+        })
         .on(AGGREGATE, "Rush")
         .on(SUMMARY, "Answer: Rush");
     let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
@@ -126,7 +147,11 @@ async fn exhausted_r_max_answers_best_effort() {
     assert!(n1.best_effort);
     assert_eq!(n1.answer.as_deref(), Some("Probably Rush"));
     assert!(t.notes.iter().any(|n| n.contains("r_max")));
-    assert_eq!(purposes(&t).iter().filter(|p| *p == "decompose").count(), 1, "only the top-level plan, no node expansion");
+    assert_eq!(
+        purposes(&t).iter().filter(|p| *p == "decompose").count(),
+        1,
+        "only the top-level plan, no node expansion"
+    );
 }
 
 #[tokio::test]
@@ -212,7 +237,8 @@ async fn bad_input_is_rejected_clearly() {
 
 #[tokio::test]
 async fn bare_no_to_a_wh_question_and_run_on_subquestions_are_not_accepted() {
-    let run_on = format!("1. Which band released Counterparts?\n2. {}", "That person is the band that released it. ".repeat(12));
+    let run_on =
+        format!("1. Which band released Counterparts?\n2. {}", "That person is the band that released it. ".repeat(12));
     let llm = ScriptedLlm::new()
         .on(DECOMPOSE, &run_on)
         .on_fn(SELF_VERIFY, |_, _| "No".into())
