@@ -259,12 +259,7 @@ impl Toqd {
                 )
                 .await?;
             if !unanswered(&question, &reply) {
-                let answer = parse::clean_answer(&reply);
-                ctx.rec.update_node(id, |n| {
-                    n.decision = Decision::Known;
-                    n.answer = Some(answer.clone());
-                });
-                return Ok(NodeOutcome::Answered { question, answer });
+                return Ok(record_answer(ctx, id, Decision::Known, question, &reply));
             }
         }
 
@@ -284,12 +279,7 @@ impl Toqd {
                 )
                 .await?;
             if !unanswered(&question, &reply) {
-                let answer = parse::clean_answer(&reply);
-                ctx.rec.update_node(id, |n| {
-                    n.decision = Decision::Retrieved;
-                    n.answer = Some(answer.clone());
-                });
-                return Ok(NodeOutcome::Answered { question, answer });
+                return Ok(record_answer(ctx, id, Decision::Retrieved, question, &reply));
             }
         }
 
@@ -344,6 +334,16 @@ impl Toqd {
         });
         Ok(NodeOutcome::Answered { question, answer })
     }
+}
+
+/// Marks node `id` answered with `reply` and returns the executor's outcome.
+fn record_answer(ctx: &Ctx, id: &str, decision: Decision, question: String, reply: &str) -> NodeOutcome {
+    let answer = parse::clean_answer(reply);
+    ctx.rec.update_node(id, |n| {
+        n.decision = decision;
+        n.answer = Some(answer.clone());
+    });
+    NodeOutcome::Answered { question, answer }
 }
 
 fn numbered(items: &[String]) -> String {
