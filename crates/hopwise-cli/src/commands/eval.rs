@@ -61,10 +61,14 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     } else {
         run_eval(&eval, factory, &IndicatifProgress::new()).await?
     };
+    // Unreadable dataset records are skipped, never silently: each one is named with its file:line.
+    for record in &outcome.skipped {
+        eprintln!("warning: skipped {record}");
+    }
     if args.json {
         println!(
             "{}",
-            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "out": args.out})
+            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "skipped": outcome.skipped.len(), "out": args.out})
         );
     } else {
         eprintln!(
