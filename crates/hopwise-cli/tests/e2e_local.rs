@@ -4,9 +4,44 @@
 //!
 //! Needs the model installed (`hopwise setup --fetch qwen2.5-0.5b`, which `scripts/test.sh` runs).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use hopwise_core::{Decision, EventKind, Trace};
+
+/// Model tests run one at a time (1 inference thread each), even under `--test-threads 2`.
+static MODEL: Mutex<()> = Mutex::new(());
+
+const QUESTION: &str = "Which Canadian rock band released a song called \"Counterparts\" and had a drummer who was inducted into the Modern Drummer Hall of Fame?";
+
+fn sample_index(dir: &Path) -> PathBuf {
+    let index = dir.join("index");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample/corpus.jsonl");
+    let out = hopwise().args(["index", "--json", "--index"]).arg(&index).arg(&corpus).output().expect("index");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    index
+}
+
+/// `hopwise ask QUESTION --strategy S --model qwen2.5-0.5b --json` plus `extra` flags; the trace.
+fn ask_local(index: &Path, strategy: &str, extra: &[&str]) -> Trace {
+    let out = hopwise()
+        .args(["ask", QUESTION, "--strategy", strategy, "--model", "qwen2.5-0.5b", "--json"])
+        .args(extra)
+        .arg("--index")
+        .arg(index)
+        .output()
+        .expect("ask");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("not installed"), "the test model is missing; run `hopwise setup --fetch qwen2.5-0.5b`");
+    assert!(out.status.success(), "{stderr}");
+    serde_json::from_slice(&out.stdout).expect("stdout is the trace")
+}
+
+fn evidence_is_from_the_sample(trace: &Trace) {
+    for p in trace.evidence() {
+        assert!(p.id.starts_with("hotpotqa-s") || p.id.starts_with("2wikimultihopqa-s"), "{}", p.id);
+    }
+}
 
 fn hopwise() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
@@ -19,33 +54,10 @@ fn hopwise() -> std::process::Command {
 
 #[test]
 fn toqd_with_the_local_model_over_the_sample_index() {
+    let _one_model_at_a_time = MODEL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
-    let index = tmp.path().join("index");
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample/corpus.jsonl");
-    let out = hopwise().args(["index", "--json", "--index"]).arg(&index).arg(&corpus).output().expect("index");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-
-    let out = hopwise()
-        .args([
-            "ask",
-            "Which Canadian rock band released a song called \"Counterparts\" and had a drummer who was inducted into the Modern Drummer Hall of Fame?",
-            "--model",
-            "qwen2.5-0.5b",
-            "--r-max",
-            "1",
-            "--json",
-            "--index",
-        ])
-        .arg(&index)
-        .output()
-        .expect("ask");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("not installed"),
-        "the test model is missing; run `hopwise setup --fetch qwen2.5-0.5b`: {stderr}"
-    );
-    assert!(out.status.success(), "{stderr}");
-    let trace: Trace = serde_json::from_slice(&out.stdout).expect("stdout is the trace");
+    let index = sample_index(tmp.path());
+    let trace = ask_local(&index, "toqd", &["--r-max", "1"]);
 
     assert_eq!(trace.model, "local:qwen2.5-0.5b");
     assert!(!trace.nodes.is_empty());
@@ -53,9 +65,7 @@ fn toqd_with_the_local_model_over_the_sample_index() {
     // Every retrieval round is recorded, and the evidence comes from the sample corpus.
     let rounds = trace.events.iter().filter(|e| matches!(e.kind, EventKind::Retrieval { .. })).count() as u64;
     assert_eq!(rounds, trace.stats.retrieval_rounds);
-    for p in trace.evidence() {
-        assert!(p.id.starts_with("hotpotqa-s") || p.id.starts_with("2wikimultihopqa-s"), "{}", p.id);
-    }
+    evidence_is_from_the_sample(&trace);
     // The local backend honours grammars, so planning output was constrained.
     let decompose_used_grammar = trace
         .events
@@ -64,4 +74,81 @@ fn toqd_with_the_local_model_over_the_sample_index() {
     assert!(decompose_used_grammar);
     assert!(trace.stats.prompt_tokens > 0 && trace.stats.completion_tokens > 0);
     assert!(trace.stats.llm_calls >= 3);
+}
+
+/// Uncertainty-gated retrieval through the real model: every sentence carries its samples, their
+/// similarity matrix and U, and it retrieved exactly when U passed the threshold.
+#[test]
+fn uar_with_the_local_model_gates_retrieval_on_uncertainty() {
+    let _one_model_at_a_time = MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let index = sample_index(tmp.path());
+    let trace = ask_local(&index, "uar", &["--opt", "samples=3", "--opt", "max_steps=3"]);
+
+    assert_eq!(trace.strategy, "uar");
+    assert!(!trace.nodes.is_empty() && trace.nodes.len() <= 3, "one node per sentence, at most max_steps");
+    assert_eq!(trace.stats.steps, trace.nodes.len() as u64);
+    let threshold = trace.extra["gate"]["threshold"].as_f64().expect("the gate's threshold is in the trace");
+    let mut retrieved = 0;
+    for node in &trace.nodes {
+        let samples = node.extra["samples"].as_array().expect("samples");
+        assert_eq!(samples.len(), 3, "node {}: {}", node.id, node.extra);
+        let matrix = node.extra["similarity"].as_array().expect("similarity matrix");
+        assert_eq!(matrix.len(), 3);
+        assert!(matrix.iter().all(|row| row.as_array().is_some_and(|r| r.len() == 3)));
+        let u = node.extra["uncertainty"].as_f64().expect("U");
+        let decided = node.extra["decision"].as_str().expect("decision");
+        assert_eq!(decided == "retrieve", u > threshold, "node {}: U = {u}, θ = {threshold}", node.id);
+        if decided == "retrieve" {
+            retrieved += 1;
+            assert_eq!(node.decision, Decision::Retrieved);
+            assert!(node.extra["query"].as_str().is_some_and(|q| !q.trim().is_empty()));
+        }
+    }
+    assert_eq!(trace.stats.retrieval_rounds, retrieved);
+    evidence_is_from_the_sample(&trace);
+    // The n samples of a step come from one shared-prompt request.
+    assert!(trace
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::LlmCall { purpose, n: 3, .. } if purpose == "uncertainty_samples")));
+}
+
+/// HGOT through the real model: a question node with its probe (samples with ρ, votes and CI), a
+/// plan whose steps are nodes of layer 1, and passage scores recorded per stage.
+#[test]
+fn hgot_with_the_local_model_records_hierarchy_votes_and_passage_scores() {
+    let _one_model_at_a_time = MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let index = sample_index(tmp.path());
+    let opts = ["samples=2", "max_depth=1", "max_steps=2", "max_nli_calls=8"];
+    let flags: Vec<&str> = opts.iter().flat_map(|o| ["--opt", o]).collect();
+    let trace = ask_local(&index, "hgot", &flags);
+
+    assert_eq!(trace.strategy, "hgot");
+    let root = trace.node("Q").expect("the question is node Q");
+    for stage in ["probe"] {
+        let samples = root.extra[stage]["samples"].as_array().expect("samples");
+        assert_eq!(samples.len(), 2, "{}", root.extra);
+        for s in samples {
+            let rho = s["rho"].as_f64().expect("rho");
+            assert!((0.2 - 1e-9..=1.0 + 1e-9).contains(&rho), "ρ = α + β·REC + γ·PREC in [0.2, 1]: {rho}");
+        }
+        let ci = root.extra[stage]["confidence"].as_f64().expect("CI");
+        assert!((0.0..=1.0).contains(&ci), "{ci}");
+        assert!(root.extra[stage]["votes"].as_array().is_some_and(|v| !v.is_empty()));
+    }
+    // Steps hang below the question at layer 1 and name it as the node they decompose.
+    for step in trace.nodes.iter().filter(|n| n.id != "Q") {
+        assert_eq!(step.extra["layer"], 1, "{}", step.id);
+        assert_eq!(step.decomposes.as_deref(), Some("Q"));
+    }
+    if let Some(history) = trace.extra["sigma_history"].as_array() {
+        for h in history {
+            let sigma = h["sigma"].as_f64().expect("sigma");
+            assert!(sigma.is_finite() && sigma >= 0.0, "{h}");
+        }
+    }
+    assert!(trace.stats.nli_calls <= 8, "the NLI budget holds");
+    evidence_is_from_the_sample(&trace);
 }
