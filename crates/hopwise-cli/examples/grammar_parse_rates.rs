@@ -36,8 +36,7 @@ struct Counts {
 }
 
 async fn ask(llm: &LocalLlm, prompt: &str, grammar: Option<&str>) -> anyhow::Result<String> {
-    let params =
-        GenParams { max_tokens: LIST_TOKENS, grammar: grammar.map(str::to_string), ..GenParams::default() };
+    let params = GenParams { max_tokens: LIST_TOKENS, grammar: grammar.map(str::to_string), ..GenParams::default() };
     let reply = llm.chat(&ChatRequest::new(vec![ChatMessage::user(prompt)], params)).await?;
     Ok(reply.text().to_string())
 }
@@ -76,9 +75,9 @@ async fn main() -> anyhow::Result<()> {
         let listed: String = list.iter().enumerate().map(|(i, q)| format!("{}. {q}\n", i + 1)).collect();
         let construct = prompts
             .render("toqd_construct", &[("question", &example.question), ("subquestions", listed.trim_end())])?;
-        for (counts, grammar) in [(&mut with, Some(grammars::EDGES)), (&mut without, None)] {
+        for (counts, grammar) in [(&mut with, Some(grammars::edges_for(list.len()))), (&mut without, None)] {
             let t = Instant::now();
-            let topology = parse_edges(&ask(&llm, &construct, grammar).await?, list.len(), "construct");
+            let topology = parse_edges(&ask(&llm, &construct, grammar.as_deref()).await?, list.len(), "construct");
             counts.seconds += t.elapsed().as_secs_f64();
             counts.constructs += 1;
             let no_edges = topology.repairs.iter().any(|r| r.rule == "no_edges_chain");

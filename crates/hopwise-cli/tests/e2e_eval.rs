@@ -101,10 +101,8 @@ async fn eval_writes_consistent_results_resumes_and_refuses_bad_input() {
     // results.jsonl: one line per example x strategy, each with its trace file.
     let records = read_records(&out);
     assert_eq!(records.len(), 24);
-    let keys: HashSet<(String, String, String)> = records
-        .iter()
-        .map(|r| (r["dataset"].to_string(), r["id"].to_string(), r["strategy"].to_string()))
-        .collect();
+    let keys: HashSet<(String, String, String)> =
+        records.iter().map(|r| (r["dataset"].to_string(), r["id"].to_string(), r["strategy"].to_string())).collect();
     assert_eq!(keys.len(), 24, "no duplicates");
     for r in &records {
         let trace = out.join(r["trace"].as_str().expect("trace path"));
@@ -130,7 +128,8 @@ async fn eval_writes_consistent_results_resumes_and_refuses_bad_input() {
     assert_eq!(cells.len(), sums.len(), "one cell per strategy x dataset");
     let mut accuracies = Vec::new();
     for cell in cells {
-        let key = (cell["strategy"].as_str().unwrap_or("").to_string(), cell["dataset"].as_str().unwrap_or("").to_string());
+        let key =
+            (cell["strategy"].as_str().unwrap_or("").to_string(), cell["dataset"].as_str().unwrap_or("").to_string());
         let (acc, f1, n) = sums[&key];
         assert_eq!(cell["n"].as_u64(), Some(n as u64));
         assert!((cell["accuracy"].as_f64().expect("accuracy") - acc / n as f64).abs() < 1e-9, "{cell}");
@@ -164,8 +163,11 @@ async fn eval_writes_consistent_results_resumes_and_refuses_bad_input() {
 
     // A dataset line without a question is skipped with a warning naming the file and line; the rest runs.
     let bad = tmp.path().join("bad.jsonl");
-    std::fs::write(&bad, "{\"id\":\"a\",\"question\":\"Who?\",\"answers\":[\"x\"]}\n{\"id\":\"b\",\"answers\":[\"y\"]}\n")
-        .expect("write");
+    std::fs::write(
+        &bad,
+        "{\"id\":\"a\",\"question\":\"Who?\",\"answers\":[\"x\"]}\n{\"id\":\"b\",\"answers\":[\"y\"]}\n",
+    )
+    .expect("write");
     let mut cmd = hopwise(&home);
     cmd.args(["eval", "--json", "--model", "scripted", "--base-url", &url, "--strategy", "direct", "--dataset"])
         .arg(&bad)
