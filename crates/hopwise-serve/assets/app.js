@@ -77,10 +77,10 @@ function layout() {
   let height = 0;
   for (const [r, members] of layers) {
     members.sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
-    members.forEach((id, i) => pos.set(id, { x: 70 + r * colW, y: 50 + i * rowH }));
+    members.forEach((id, i) => pos.set(id, { x: 100 + r * colW, y: 50 + i * rowH }));
     height = Math.max(height, 50 + members.length * rowH);
   }
-  return { pos, width: 140 + (rank.get("Q") || 0) * colW, height };
+  return { pos, width: 200 + (rank.get("Q") || 0) * colW, height };
 }
 
 function el(name, attrs, parent) {
@@ -100,6 +100,8 @@ function draw() {
   el("path", { d: "M0,0 L10,5 L0,10 z", fill: "#999" }, marker);
   const { pos, width, height } = layout();
   svg.setAttribute("viewBox", `0 0 ${Math.max(width, 400)} ${Math.max(height, 200)}`);
+  // Grow with the graph instead of leaving a tall empty box.
+  svg.style.height = Math.min(560, Math.max(200, height * 1.1)) + "px";
   const line = (from, to, cls) => {
     const a = pos.get(from), b = pos.get(to);
     if (a && b) el("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: cls }, svg);
@@ -116,7 +118,7 @@ function draw() {
     el("circle", { r: 18 }, g);
     el("text", { class: "id" }, g).textContent = id;
     const label = id === "Q" ? state.question : (n ? n.question : "");
-    el("text", { class: "label", y: 32 }, g).textContent = short(label, 26);
+    el("text", { class: "label", y: 32 }, g).textContent = short(label, 24);
     el("title", {}, g).textContent = label;
     g.addEventListener("click", () => select(id));
   }

@@ -1,7 +1,8 @@
 //! Load test on loopback: an in-process server over a scripted model with a fixed latency, hammered
 //! by N requests from C concurrent clients, for each C. Prints requests/s, p50/p99 latency, 503s
 //! (against the server's concurrency limit), server overhead per request (latency minus the model's
-//! fixed time) and the process RSS before, at the peak, and after.
+//! fixed time) and the process RSS before, after each run, at the peak, and at the end. Repeating a
+//! client count (`--clients 64,64,64`) shows whether memory keeps growing.
 //!
 //!   cargo run --release -p hopwise-serve --example loadtest -- \
 //!       [--requests 2000] [--clients 1,8,64] [--latency-ms 10] [--max-concurrency 32] [--strategy cot]
@@ -107,8 +108,8 @@ async fn main() {
         args.max_concurrency
     );
     println!("RSS before: {rss_before:.1} MiB");
-    println!("| clients | req/s | p50 ms | p99 ms | overhead p50 ms | 200 | 503 | other |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| clients | req/s | p50 ms | p99 ms | overhead p50 ms | 200 | 503 | other | RSS after MiB |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &clients in &args.clients {
         let clients = clients.max(1);
         let per_client = args.requests.div_ceil(clients);
@@ -147,8 +148,9 @@ async fn main() {
         let other = results.len() - ok.len() - busy;
         let p50 = percentile(&ok, 0.5);
         let p99 = percentile(&ok, 0.99);
+        let (rss, _) = rss_mib();
         println!(
-            "| {clients} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {busy} | {other} |",
+            "| {clients} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {busy} | {other} | {rss:.1} |",
             results.len() as f64 / elapsed.as_secs_f64(),
             p50.as_secs_f64() * 1000.0,
             p99.as_secs_f64() * 1000.0,
