@@ -13,6 +13,8 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let filter = match cli.global.verbose {
+        // The server's access log is its normal output.
+        0 if matches!(cli.command, crate::cli::Command::Serve(_)) => "warn,hopwise_serve=info",
         0 => "warn",
         1 => "info,hopwise=debug",
         _ => "debug",
