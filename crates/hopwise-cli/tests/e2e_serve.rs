@@ -186,3 +186,24 @@ async fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {
     assert!(log.contains("route=/v1/ask") && log.contains("status=401"), "access log: {log}");
     assert!(!log.contains(TOKEN), "the token never reaches the log");
 }
+
+#[test]
+fn serve_refuses_bad_settings_before_listening() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--token-env", "HW_E2E_SURELY_UNSET_TOKEN"], "HW_E2E_SURELY_UNSET_TOKEN"),
+        (&["--bind", "localhost"], "serve.bind"),
+        (&["--max-concurrency", "0"], "max_concurrency"),
+        (&["--strategy", "nope"], "unknown strategy"),
+    ];
+    for (args, expected) in cases {
+        let out = hopwise()
+            .args(["serve", "--no-retrieval", "--base-url", "http://127.0.0.1:9/v1"])
+            .args(args)
+            .env_remove("HW_E2E_SURELY_UNSET_TOKEN")
+            .output()
+            .expect("run hopwise serve");
+        assert!(!out.status.success(), "{args:?} must fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("error: ") && err.contains(expected), "{args:?}: {err}");
+    }
+}
