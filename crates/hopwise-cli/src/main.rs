@@ -22,6 +22,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HOPWISE_LOG").unwrap_or_else(|_| filter.into()))
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: logs redirected to a file or collector stay plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
