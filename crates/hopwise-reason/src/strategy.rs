@@ -72,9 +72,12 @@ pub fn resolve(name: &str, no_retrieval: bool) -> Result<String> {
     }
     let variant = format!("{name}-noir");
     if CATALOG.iter().any(|(n, _)| *n == variant) {
-        Ok(variant)
-    } else {
-        Err(ReasonError::InvalidOption(format!("strategy `{name}` has no retrieval-free mode")))
+        return Ok(variant);
+    }
+    // Strategies that never retrieve (direct, cot, …) already are their retrieval-free mode.
+    match build(name, &StrategyOptions::default()) {
+        Ok(s) if !s.needs_retriever() => Ok(name.to_string()),
+        _ => Err(ReasonError::InvalidOption(format!("strategy `{name}` has no retrieval-free mode"))),
     }
 }
 
@@ -151,6 +154,7 @@ mod registry_tests {
         assert_eq!(resolve("toqd", true).ok().as_deref(), Some("toqd-noir"));
         assert_eq!(resolve("toqd-noir", true).ok().as_deref(), Some("toqd-noir"));
         assert_eq!(resolve("cot", false).ok().as_deref(), Some("cot"));
+        assert_eq!(resolve("direct", true).ok().as_deref(), Some("direct"), "never retrieves anyway");
         assert!(matches!(resolve("rtr", true), Err(ReasonError::InvalidOption(_))));
         assert!(matches!(resolve("nope", false), Err(ReasonError::UnknownStrategy(_))));
     }
