@@ -58,6 +58,8 @@ pub enum Command {
     Setup(SetupArgs),
     /// Evaluate strategies on datasets (resumable; writes results.jsonl, summary.md, plots).
     Eval(EvalArgs),
+    /// Serve the HTTP API, the OpenAI-compatible endpoint and the live graph page.
+    Serve(ServeArgs),
     /// List the available strategies.
     Strategies(JsonFlag),
     /// List prompt templates, or print one.
@@ -167,4 +169,39 @@ pub struct EvalArgs {
     /// Print a JSON summary of the run.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default 127.0.0.1:8080; `[serve] bind`).
+    #[arg(long, env = "HOPWISE_SERVE_BIND")]
+    pub bind: Option<String>,
+    /// NAME of the environment variable holding the bearer token; requests must then send
+    /// `Authorization: Bearer <token>` (`/healthz` stays open).
+    #[arg(long, value_name = "NAME", env = "HOPWISE_SERVE_TOKEN_ENV")]
+    pub token_env: Option<String>,
+    /// Questions answered at once; more get 503 with Retry-After.
+    #[arg(long, env = "HOPWISE_SERVE_MAX_CONCURRENCY")]
+    pub max_concurrency: Option<usize>,
+    /// Seconds a question may take before the request gets 504.
+    #[arg(long, env = "HOPWISE_SERVE_TIMEOUT_SECS")]
+    pub timeout_secs: Option<u64>,
+    /// Largest request body in bytes (413 above).
+    #[arg(long, env = "HOPWISE_SERVE_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Default strategy for requests that name none.
+    #[arg(short, long, env = "HOPWISE_STRATEGY")]
+    pub strategy: Option<String>,
+    /// BM25 index directory (default: the sample index).
+    #[arg(long, env = "HOPWISE_INDEX")]
+    pub index: Option<PathBuf>,
+    /// Serve without an index: only retrieval-free strategies run.
+    #[arg(long)]
+    pub no_retrieval: bool,
+    /// Passages per retrieval round (requests may override).
+    #[arg(short, long)]
+    pub k: Option<usize>,
+    /// Graph expansions allowed (the ceiling for requests).
+    #[arg(long)]
+    pub r_max: Option<u32>,
 }

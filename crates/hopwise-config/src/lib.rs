@@ -77,6 +77,103 @@ pub struct Config {
     pub prompts_file: Option<PathBuf>,
     /// Cache model calls on disk (always on for `hopwise eval` unless `--no-cache`).
     pub cache: bool,
+    /// `hopwise serve`: bind address, auth, limits.
+    pub serve: ServeConfig,
+}
+
+/// The `[serve]` section. Environment variables (`HOPWISE_SERVE_*`) and `hopwise serve` flags override it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Address to listen on. Loopback by default: exposing the server is a deliberate choice.
+    pub bind: String,
+    /// The NAME of the environment variable holding the bearer token (never the token itself, so
+    /// config files can be shared). No token: no authentication.
+    pub token_env: Option<String>,
+    /// Questions answered at once; further requests get 503 with `Retry-After`.
+    pub max_concurrency: usize,
+    /// Wall-clock limit per question; exceeding it answers 504.
+    pub timeout_secs: u64,
+    /// Largest accepted request body; larger ones get 413.
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8080".into(),
+            token_env: None,
+            max_concurrency: 8,
+            timeout_secs: 300,
+            max_body_bytes: 64 * 1024,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// Applies `hopwise serve` flags (whose clap definitions also read the `HOPWISE_SERVE_*` variables).
+    pub fn apply(&mut self, o: &ServeOverrides) -> Result<()> {
+        if let Some(b) = &o.bind {
+            self.bind = b.clone();
+        }
+        if let Some(t) = &o.token_env {
+            self.token_env = Some(t.clone());
+        }
+        if let Some(c) = o.max_concurrency {
+            self.max_concurrency = c;
+        }
+        if let Some(t) = o.timeout_secs {
+            self.timeout_secs = t;
+        }
+        if let Some(b) = o.max_body_bytes {
+            self.max_body_bytes = b;
+        }
+        self.validate()
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.bind.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ConfigError::Invalid(format!(
+                "serve.bind = `{}` is not an address like 127.0.0.1:8080",
+                self.bind
+            )));
+        }
+        if self.max_concurrency == 0 {
+            return Err(ConfigError::Invalid("serve.max_concurrency must be at least 1".into()));
+        }
+        if self.timeout_secs == 0 {
+            return Err(ConfigError::Invalid("serve.timeout_secs must be at least 1".into()));
+        }
+        if self.max_body_bytes < 256 {
+            return Err(ConfigError::Invalid("serve.max_body_bytes must be at least 256".into()));
+        }
+        if self.token_env.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ConfigError::Invalid("serve.token_env is empty; name an environment variable".into()));
+        }
+        Ok(())
+    }
+
+    /// The bearer token, read from the variable named by `token_env`. A named but unset variable is
+    /// an error: starting without auth when auth was asked for would be worse than not starting.
+    pub fn token(&self) -> Result<Option<String>> {
+        let Some(name) = &self.token_env else { return Ok(None) };
+        match std::env::var(name) {
+            Ok(t) if !t.trim().is_empty() => Ok(Some(t)),
+            _ => Err(ConfigError::Invalid(format!(
+                "serve.token_env names `{name}`, but that environment variable is unset or empty"
+            ))),
+        }
+    }
+}
+
+/// `hopwise serve` flag values; `None` leaves the file's value.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOverrides {
+    pub bind: Option<String>,
+    pub token_env: Option<String>,
+    pub max_concurrency: Option<usize>,
+    pub timeout_secs: Option<u64>,
+    pub max_body_bytes: Option<usize>,
 }
 
 impl Default for Config {
@@ -98,6 +195,7 @@ impl Default for Config {
             prompts: BTreeMap::new(),
             prompts_file: None,
             cache: false,
+            serve: ServeConfig::default(),
         }
     }
 }
@@ -228,7 +326,7 @@ impl Config {
         if self.k == 0 || self.k > 100 {
             return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
         }
-        Ok(())
+        self.serve.validate()
     }
 
     /// The data directory: `home`, else `$HOME/.cache/hopwise`.
@@ -283,6 +381,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn serve_section_then_flags() {
+        let mut c = Config::from_toml("[serve]\nbind = \"0.0.0.0:9000\"\nmax_concurrency = 2").expect("valid");
+        assert_eq!(c.serve.bind, "0.0.0.0:9000");
+        assert_eq!(c.serve.timeout_secs, ServeConfig::default().timeout_secs);
+        c.serve
+            .apply(&ServeOverrides {
+                max_concurrency: Some(5),
+                token_env: Some("HW_TEST_UNSET_TOKEN".into()),
+                ..Default::default()
+            })
+            .expect("apply");
+        assert_eq!(c.serve.max_concurrency, 5);
+        assert_eq!(c.serve.bind, "0.0.0.0:9000", "unset flags keep the file's value");
+        let err = c.serve.token().expect_err("named variable is unset");
+        assert!(err.to_string().contains("HW_TEST_UNSET_TOKEN"));
+        assert!(c.serve.apply(&ServeOverrides { bind: Some("nope".into()), ..Default::default() }).is_err());
+        assert_eq!(ServeConfig::default().token().expect("no token configured"), None);
+    }
+
+    #[test]
     fn defaults_use_the_local_model() {
         let c = Config::default();
         assert!(matches!(c.llm_config(), LlmConfig::Local { model, .. } if model == "qwen2.5-1.5b"));
@@ -329,6 +447,9 @@ mod tests {
         assert!(Config::from_toml("llm = \"nope\"").is_err(), "unknown llm");
         assert!(Config::from_toml("k = 0").is_err());
         assert!(Config::from_toml("[prompts]\ntoqd_self_verify = \"{nope}\"").expect("parses").prompts().is_err());
+        assert!(Config::from_toml("[serve]\nbind = \"localhost\"").is_err(), "bind needs a port");
+        assert!(Config::from_toml("[serve]\nmax_concurrency = 0").is_err());
+        assert!(Config::from_toml("[serve]\ntoken = \"x\"").is_err(), "tokens never go in the file");
         let err = Config::from_file(Path::new("/nonexistent/hopwise.toml")).expect_err("missing");
         assert!(err.to_string().contains("/nonexistent/hopwise.toml"));
     }

@@ -61,6 +61,26 @@ pub const CATALOG: &[(&str, &str)] = &[
     ("plan-solve-rtr", "Plan-and-Solve over passages retrieved for the question"),
 ];
 
+/// The strategy to run for `name`, honouring a request for no retrieval through the `-noir` variants.
+/// Shared by the CLI and the server so both accept exactly the same names.
+pub fn resolve(name: &str, no_retrieval: bool) -> Result<String> {
+    if !CATALOG.iter().any(|(n, _)| *n == name) {
+        return Err(ReasonError::UnknownStrategy(name.to_string()));
+    }
+    if !no_retrieval || name.ends_with("-noir") {
+        return Ok(name.to_string());
+    }
+    let variant = format!("{name}-noir");
+    if CATALOG.iter().any(|(n, _)| *n == variant) {
+        return Ok(variant);
+    }
+    // Strategies that never retrieve (direct, cot, …) already are their retrieval-free mode.
+    match build(name, &StrategyOptions::default()) {
+        Ok(s) if !s.needs_retriever() => Ok(name.to_string()),
+        _ => Err(ReasonError::InvalidOption(format!("strategy `{name}` has no retrieval-free mode"))),
+    }
+}
+
 /// Builds a strategy by name.
 pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>> {
     Ok(match name {
@@ -131,5 +151,11 @@ mod registry_tests {
         let mut bad = StrategyOptions::default();
         bad.set("no_such_key", serde_json::json!(1));
         assert!(matches!(build("cot", &bad), Err(ReasonError::InvalidOption(_))));
+        assert_eq!(resolve("toqd", true).ok().as_deref(), Some("toqd-noir"));
+        assert_eq!(resolve("toqd-noir", true).ok().as_deref(), Some("toqd-noir"));
+        assert_eq!(resolve("cot", false).ok().as_deref(), Some("cot"));
+        assert_eq!(resolve("direct", true).ok().as_deref(), Some("direct"), "never retrieves anyway");
+        assert!(matches!(resolve("rtr", true), Err(ReasonError::InvalidOption(_))));
+        assert!(matches!(resolve("nope", false), Err(ReasonError::UnknownStrategy(_))));
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use hopwise_config::Config;
 use hopwise_core::Recorder;
-use hopwise_reason::strategy::{self, CATALOG};
+use hopwise_reason::strategy;
 use hopwise_reason::{Ctx, StrategyOptions};
 
 use crate::backends;
@@ -23,22 +23,6 @@ pub fn parse_opts(pairs: &[String], into: &mut StrategyOptions) -> Result<()> {
     Ok(())
 }
 
-/// The strategy to run, honouring `--no-retrieval` through the `-noir` variants.
-pub fn resolve_strategy_name(name: &str, no_retrieval: bool) -> Result<String> {
-    if !CATALOG.iter().any(|(n, _)| *n == name) {
-        bail!("unknown strategy `{name}`; `hopwise strategies` lists them");
-    }
-    if !no_retrieval || name.ends_with("-noir") {
-        return Ok(name.to_string());
-    }
-    let variant = format!("{name}-noir");
-    if CATALOG.iter().any(|(n, _)| *n == variant) {
-        Ok(variant)
-    } else {
-        bail!("strategy `{name}` has no retrieval-free mode")
-    }
-}
-
 pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
     if args.question.trim().is_empty() {
         bail!("the question is empty");
@@ -50,7 +34,7 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
         r_max: args.r_max,
         ..Default::default()
     })?;
-    let name = resolve_strategy_name(&config.strategy, args.no_retrieval)?;
+    let name = strategy::resolve(&config.strategy, args.no_retrieval)?;
     let mut options = config.strategy_options(&name);
     parse_opts(&args.opts, &mut options)?;
     let strategy = strategy::build(&name, &options)?;

@@ -4,6 +4,7 @@ mod ask;
 mod eval;
 mod index;
 mod info;
+mod serve;
 mod setup;
 
 use std::process::ExitCode;
@@ -32,6 +33,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Ask(args) => ask::run(config, args).await,
         Command::Eval(args) => eval::run(config, args).await,
+        Command::Serve(args) => serve::run(config, args).await,
         Command::Strategies(args) => info::strategies(args.json),
         Command::Prompts(args) => info::prompts(&config, args.name.as_deref()),
         Command::Config => info::config(&config),

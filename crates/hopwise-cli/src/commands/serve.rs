@@ -1,0 +1,68 @@
+//! `hopwise serve`: the HTTP API over the same backends, prompts and strategy options as `ask`.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use hopwise_config::{Config, ServeOverrides};
+use hopwise_reason::strategy::CATALOG;
+use hopwise_serve::{AppState, Defaults, Limits};
+
+use crate::backends;
+use crate::cli::ServeArgs;
+
+pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
+    config.apply(&hopwise_config::Overrides {
+        index: args.index.clone(),
+        strategy: args.strategy.clone(),
+        k: args.k,
+        r_max: args.r_max,
+        ..Default::default()
+    })?;
+    config.serve.apply(&ServeOverrides {
+        bind: args.bind.clone(),
+        token_env: args.token_env.clone(),
+        max_concurrency: args.max_concurrency,
+        timeout_secs: args.timeout_secs,
+        max_body_bytes: args.max_body_bytes,
+    })?;
+    // The default strategy must be valid before the server accepts anything.
+    hopwise_reason::strategy::resolve(&config.strategy, args.no_retrieval)?;
+    let token = config.serve.token()?;
+
+    let retriever = if args.no_retrieval { None } else { Some(backends::open_retriever(&config)?) };
+    let llm = backends::build_llm(&config, true).await?;
+    let defaults = Defaults {
+        strategy: config.strategy.clone(),
+        options: CATALOG.iter().map(|(name, _)| (name.to_string(), config.strategy_options(name))).collect(),
+        budget: config.budget.clone(),
+        k: config.k,
+    };
+    let limits = Limits {
+        max_concurrency: config.serve.max_concurrency,
+        timeout: Duration::from_secs(config.serve.timeout_secs),
+        max_body_bytes: config.serve.max_body_bytes,
+        ..Limits::default()
+    };
+    let state = AppState::builder(llm)
+        .retriever(retriever)
+        .prompts(Arc::new(config.prompts()?))
+        .defaults(defaults)
+        .limits(limits)
+        .token(token.clone())
+        .build();
+
+    let listener = tokio::net::TcpListener::bind(&config.serve.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.serve.bind))?;
+    let addr = listener.local_addr()?;
+    eprintln!(
+        "hopwise serve: http://{addr}/ (strategy {}, {}; Ctrl-C or SIGTERM finishes in-flight requests and stops)",
+        config.strategy,
+        if token.is_some() { "bearer token required" } else { "no token" }
+    );
+    hopwise_serve::serve(listener, state, hopwise_serve::shutdown_signal()).await?;
+    eprintln!("hopwise serve: stopped");
+    Ok(ExitCode::SUCCESS)
+}

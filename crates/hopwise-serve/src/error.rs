@@ -1,0 +1,112 @@
+//! The crate's one error type, and how each kind maps to an HTTP status and a JSON body.
+//!
+//! Every error body has the OpenAI shape `{"error": {"type", "message", "code"}}`, so OpenAI client
+//! libraries surface the message, and the ask API uses the same shape for consistency.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use hopwise_reason::ReasonError;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Malformed or invalid input: bad JSON, empty question, bad option value.
+    #[error("{message}")]
+    BadRequest { status: StatusCode, message: String },
+    #[error("unknown strategy `{0}`; GET /v1/strategies lists them")]
+    UnknownStrategy(String),
+    /// The OpenAI endpoint's name for an unknown strategy.
+    #[error("the model `{0}` does not exist; GET /v1/models lists them")]
+    ModelNotFound(String),
+    #[error("missing or invalid bearer token")]
+    Unauthorized,
+    #[error("the server is answering as many questions as it is configured to ({limit}); retry later")]
+    Busy { limit: usize, retry_after_secs: u64 },
+    #[error("the question was not answered within {0} s")]
+    Timeout(u64),
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error("server I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T, E = ServeError> = std::result::Result<T, E>;
+
+impl ServeError {
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::BadRequest { status: StatusCode::BAD_REQUEST, message: message.into() }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest { status, .. } => *status,
+            Self::UnknownStrategy(_) => StatusCode::BAD_REQUEST,
+            Self::ModelNotFound(_) => StatusCode::NOT_FOUND,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::Internal(_) | Self::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// A stable machine-readable name (`type` in the body).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::BadRequest { status, .. } if *status == StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
+            Self::BadRequest { .. } => "invalid_request_error",
+            Self::UnknownStrategy(_) => "unknown_strategy",
+            Self::ModelNotFound(_) => "model_not_found",
+            Self::Unauthorized => "authentication_error",
+            Self::Busy { .. } => "overloaded",
+            Self::Timeout(_) => "timeout",
+            Self::Internal(_) | Self::Io(_) => "internal_error",
+        }
+    }
+
+    pub fn body(&self) -> serde_json::Value {
+        json!({"error": {"type": self.kind(), "code": self.kind(), "message": self.to_string()}})
+    }
+}
+
+impl From<ReasonError> for ServeError {
+    fn from(e: ReasonError) -> Self {
+        match e {
+            ReasonError::UnknownStrategy(name) => Self::UnknownStrategy(name),
+            ReasonError::EmptyQuestion | ReasonError::NeedsRetriever(_) | ReasonError::InvalidOption(_) => {
+                Self::bad_request(e.to_string())
+            }
+            // Template and configuration problems are the server's, not the caller's.
+            ReasonError::Core(e) => Self::Internal(e.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ServeError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status(), axum::Json(self.body())).into_response();
+        match &self {
+            Self::Busy { retry_after_secs, .. } => {
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            Self::Unauthorized => {
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+/// Rejections of axum's extractors keep their status (400 syntax, 422 wrong fields, 413 too large,
+/// 415 wrong content type) and explain themselves in our body shape.
+impl From<axum::extract::rejection::JsonRejection> for ServeError {
+    fn from(r: axum::extract::rejection::JsonRejection) -> Self {
+        Self::BadRequest { status: r.status(), message: r.body_text() }
+    }
+}
+
+impl From<axum::extract::rejection::QueryRejection> for ServeError {
+    fn from(r: axum::extract::rejection::QueryRejection) -> Self {
+        Self::BadRequest { status: r.status(), message: r.body_text() }
+    }
+}

@@ -1,0 +1,99 @@
+//! The web page in headless Chromium (Debian `chromium`, driven by `playwright-core` from npm through
+//! tests/browser/page.cjs): ask a question, see the graph's nodes and the answer appear, open a node's
+//! details, and save a screenshot next to the test binaries (`$CARGO_TARGET_TMPDIR/hopwise-page.png`).
+//!
+//! Needs node, /usr/bin/chromium and playwright-core in `$HOPWISE_HOME/node` (`.ci/run` installs
+//! them). Without them the test is skipped with the reason printed, except under CI (`CI` set), where
+//! it fails.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{builder, toqd_model, TestServer, QUESTION};
+use serde_json::Value;
+
+fn home() -> PathBuf {
+    std::env::var_os("HOPWISE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("hopwise")))
+        .unwrap_or_else(|| PathBuf::from(".hopwise"))
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// Why the test cannot run here, if it cannot.
+fn missing(node_modules: &Path) -> Option<String> {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if !on_path("node") {
+        return Some("node is not installed (apt-get install nodejs)".into());
+    }
+    if !Path::new(&chromium).is_file() {
+        return Some(format!("{chromium} is missing (apt-get install chromium)"));
+    }
+    if !node_modules.join("playwright-core").is_dir() {
+        return Some(format!(
+            "playwright-core is not in {} (npm install --prefix {} playwright-core)",
+            node_modules.display(),
+            node_modules.parent().map(|p| p.display().to_string()).unwrap_or_default()
+        ));
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_draws_the_graph_live_and_shows_node_details() {
+    let node_modules = home().join("node").join("node_modules");
+    if let Some(reason) = missing(&node_modules) {
+        if std::env::var_os("CI").is_some() {
+            panic!("browser test cannot run under CI: {reason}");
+        }
+        eprintln!("SKIPPED browser test: {reason}");
+        return;
+    }
+    // Slow enough that the graph visibly builds before the answer arrives.
+    let server = TestServer::start(builder(toqd_model().latency(Duration::from_millis(150))).build()).await;
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hopwise-page.png");
+    let _ = std::fs::remove_file(&shot);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/page.cjs");
+    let run = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(&server.base)
+        .arg(&shot)
+        .arg(QUESTION)
+        .env("NODE_PATH", &node_modules)
+        .kill_on_drop(true)
+        .output();
+    let out =
+        tokio::time::timeout(Duration::from_secs(120), run).await.expect("the browser run finishes").expect("run node");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "page script failed: {stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout).expect("the script prints JSON");
+
+    assert_eq!(result["answerHiddenAtFirstNode"], true, "nodes appear before the answer: {result}");
+    let nodes = result["nodes"].as_array().expect("nodes");
+    let decision =
+        |id: &str| nodes.iter().find(|n| n["id"] == id).and_then(|n| n["decision"].as_str()).map(str::to_string);
+    assert_eq!(decision("1").as_deref(), Some("known"), "{result}");
+    assert_eq!(decision("2").as_deref(), Some("retrieved"), "{result}");
+    assert_eq!(decision("Q").as_deref(), Some("sink"), "{result}");
+    assert!(result["edges"].as_u64().unwrap_or(0) >= 2, "{result}");
+    assert!(result["answer"].as_str().unwrap_or_default().starts_with("Rush"), "{result}");
+    let detail = &result["detail"];
+    assert_eq!(detail["id"], "2");
+    assert_eq!(detail["question"], "Who was the drummer of that band?");
+    assert_eq!(detail["rewritten"], "Who was the drummer of Rush?");
+    assert_eq!(detail["answer"], "Neil Peart");
+    assert!(detail["decision"].as_str().unwrap_or_default().starts_with("retrieved"));
+    let passages = detail["passages"].as_array().expect("passages");
+    assert!(passages.iter().any(|p| p.as_str().unwrap_or_default().contains("Neil Peart")), "{result}");
+    let citations = result["citations"].as_array().expect("citations");
+    assert!(!citations.is_empty(), "{result}");
+    assert!(result["stats"].as_str().unwrap_or_default().contains("LLM calls"), "{result}");
+    assert_eq!(result["errors"].as_array().map(Vec::len), Some(0), "no script errors on the page: {result}");
+    assert!(shot.is_file(), "screenshot saved");
+    eprintln!("screenshot: {}", shot.display());
+}
