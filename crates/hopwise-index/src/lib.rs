@@ -31,7 +31,7 @@ pub mod progress;
 pub use bm25::{Bm25Retriever, DEFAULT_TITLE_BOOST};
 pub use build::{build_index, IndexOptions, IndexPhase, IndexProgress, IndexReport};
 pub use chunk::{chunk_document, ChunkOptions};
-pub use dense::{build_dense, DenseOptions, DenseReport, DenseRetriever};
+pub use dense::{build_dense, DenseOptions, DenseProgress, DenseReport, DenseRetriever};
 pub use fusion::{Fusion, HybridRetriever};
 pub use rewrite::{DedupRetriever, RewriteMethod, RewriteRetriever};
 pub use corpus::{CorpusItem, CorpusReader, Document, Issue, IssueKind};

@@ -214,10 +214,13 @@ async fn hnsw_agrees_with_exact_search_on_a_small_set() {
     let (mut found, mut total) = (0usize, 0usize);
     for i in 0..100 {
         let q = hash_vector(&format!("{} number{}", docs[i * 13].2, i));
-        let exact: Vec<String> = dense.search_exact(&q, 10).into_iter().map(|(id, _)| id).collect();
-        let ann: Vec<String> = dense.search_ann(&q, 10).into_iter().map(|(id, _)| id).collect();
+        let exact = dense.search_exact(&q, 10);
+        let ann = dense.search_ann(&q, 10);
+        assert_eq!(ann.len(), 10);
+        // Synthetic texts tie often; an ANN hit scoring at least the exact 10th score is a true top-10 hit.
+        let tenth = exact.last().map_or(f32::INFINITY, |(_, s)| *s);
         total += exact.len();
-        found += exact.iter().filter(|id| ann.contains(id)).count();
+        found += ann.iter().filter(|(_, s)| *s >= tenth - 1e-5).count();
     }
     let recall = found as f64 / total as f64;
     assert!(recall >= 0.9, "HNSW recall@10 vs exact = {recall:.3}");

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use hopwise_config::Config;
-use hopwise_core::{Llm, Retriever};
+use hopwise_core::{Embedder, Llm, Retriever};
 use hopwise_eval::{run_eval, EvalConfig, ExampleContextRetriever, IndicatifProgress, Job, NoProgress};
 use hopwise_models::{CacheMode, CachedLlm};
 use hopwise_reason::Ctx;

@@ -38,7 +38,15 @@ pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
             bar.finish_and_clear();
             Some(r)
         }
-        None => None,
+        None => {
+            if dir.join(hopwise_index::dense::DENSE_SUBDIR).is_dir() && report.passages_indexed > 0 {
+                eprintln!(
+                    "warning: {} has a dense index that does not cover this update; run again with --dense to embed the new passages",
+                    dir.display()
+                );
+            }
+            None
+        }
     };
     if args.json {
         let mut value = serde_json::to_value(&report)?;

@@ -26,7 +26,7 @@ pub struct DenseReport {
     pub embedded: u64,
     /// Rows kept from the previous build without embedding again.
     pub reused: u64,
-    /// Rows dropped because their passage is no longer in the index.
+    /// Rows of the previous build dropped: their passage is gone, or its text changed (re-embedded).
     pub removed: u64,
     pub rows: u64,
     /// Whether searches use the HNSW graph (false: exact search).
@@ -117,7 +117,6 @@ pub async fn build_dense(
             vectors[row * dim..(row + 1) * dim].copy_from_slice(old_rows.vector(*old_row, dim));
         }
     }
-    drop(reusable);
     drop(old);
     drop(old_rows);
 
