@@ -175,7 +175,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             t.elapsed().as_secs_f64() * 1e3 / texts.len().max(1) as f64
         );
 
-        println!("| retriever | recall@5 (supporting paragraphs) | any supporting in top 5 | p50 ms | p99 ms | queries/s |");
+        println!(
+            "| retriever | recall@5 (supporting paragraphs) | any supporting in top 5 | p50 ms | p99 ms | queries/s |"
+        );
         println!("|---|---:|---:|---:|---:|---:|");
         for (label, r) in [("bm25", &bm25), ("dense", &dense), ("hybrid", &hybrid)] {
             let (mut recall, mut any) = (0.0, 0usize);

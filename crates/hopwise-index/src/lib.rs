@@ -20,21 +20,21 @@
 pub mod bm25;
 pub mod build;
 pub mod chunk;
-pub mod dense;
-pub mod fusion;
-pub mod rewrite;
 pub mod corpus;
+pub mod dense;
 pub mod error;
+pub mod fusion;
 pub mod layout;
 pub mod progress;
+pub mod rewrite;
 
 pub use bm25::{Bm25Retriever, DEFAULT_TITLE_BOOST};
 pub use build::{build_index, IndexOptions, IndexPhase, IndexProgress, IndexReport};
 pub use chunk::{chunk_document, ChunkOptions};
-pub use dense::{build_dense, DenseOptions, DenseProgress, DenseReport, DenseRetriever};
-pub use fusion::{Fusion, HybridRetriever};
-pub use rewrite::{DedupRetriever, RewriteMethod, RewriteRetriever};
 pub use corpus::{CorpusItem, CorpusReader, Document, Issue, IssueKind};
+pub use dense::{build_dense, DenseOptions, DenseProgress, DenseReport, DenseRetriever};
 pub use error::{IndexError, Result};
+pub use fusion::{Fusion, HybridRetriever};
 pub use layout::IndexMeta;
 pub use progress::IndexProgressBar;
+pub use rewrite::{DedupRetriever, RewriteMethod, RewriteRetriever};

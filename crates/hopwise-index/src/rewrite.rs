@@ -178,7 +178,10 @@ mod tests {
     async fn hyde_searches_with_the_written_passage() {
         let llm = Arc::new(ScriptedLlm::new().on("Write a short passage", "Gamma was founded long ago."));
         let r = RewriteRetriever::new(corpus(), llm.clone(), Arc::new(Prompts::default()), RewriteMethod::Hyde);
-        assert_eq!(r.queries("who founded it?").await.expect("queries"), ["who founded it? Gamma was founded long ago."]);
+        assert_eq!(
+            r.queries("who founded it?").await.expect("queries"),
+            ["who founded it? Gamma was founded long ago."]
+        );
         let got = r.retrieve("who founded it?", 1).await.expect("retrieve");
         assert_eq!(ids(&got), ["Gamma"]);
         assert_eq!(r.name(), "hyde+static");

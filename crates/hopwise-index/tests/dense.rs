@@ -59,8 +59,10 @@ impl Embedder for HashEmbedder {
 
 fn write_corpus(dir: &Path, name: &str, docs: &[(&str, &str, &str)]) -> PathBuf {
     let path = dir.join(name);
-    let lines: Vec<String> =
-        docs.iter().map(|(id, title, text)| serde_json::json!({"id": id, "title": title, "text": text}).to_string()).collect();
+    let lines: Vec<String> = docs
+        .iter()
+        .map(|(id, title, text)| serde_json::json!({"id": id, "title": title, "text": text}).to_string())
+        .collect();
     std::fs::write(&path, lines.join("\n")).expect("write corpus");
     path
 }
@@ -104,6 +106,9 @@ fn titles(ps: &[hopwise_core::Passage]) -> Vec<String> {
     ps.iter().map(|p| p.title.clone()).collect()
 }
 
+/// Whether this build has the HNSW graph (the `hnsw` feature); without it search is always exact.
+const HNSW: bool = cfg!(feature = "hnsw");
+
 #[tokio::test]
 async fn a_persisted_dense_index_reloads_with_the_same_results() {
     let root = tempfile::tempdir().expect("tempdir");
@@ -131,7 +136,7 @@ async fn an_index_built_twice_gives_the_same_results_exact_and_hnsw() {
         let (a, b) = (tempfile::tempdir().expect("a"), tempfile::tempdir().expect("b"));
         let (ia, ra) = index_with_dense(a.path(), &docs, HashEmbedder::new(), &opts).await;
         let (ib, _) = index_with_dense(b.path(), &docs, HashEmbedder::new(), &opts).await;
-        assert_eq!(ra.ann, threshold == 0);
+        assert_eq!(ra.ann, threshold == 0 && HNSW);
         for file in ["entries.jsonl", "vectors.f32"] {
             let (fa, fb) = (std::fs::read(ia.join("dense").join(file)), std::fs::read(ib.join("dense").join(file)));
             assert_eq!(fa.expect("a file"), fb.expect("b file"), "{file} differs between builds");
@@ -140,7 +145,7 @@ async fn an_index_built_twice_gives_the_same_results_exact_and_hnsw() {
             DenseRetriever::open(&ia, HashEmbedder::new()).expect("open a"),
             DenseRetriever::open(&ib, HashEmbedder::new()).expect("open b"),
         );
-        assert_eq!(da.uses_ann(), threshold == 0);
+        assert_eq!(da.uses_ann(), threshold == 0 && HNSW);
         for q in ["river mountain band", "novel author film", "king queen war treaty", "number17 ship"] {
             let (x, y) = (da.retrieve(q, 10).await.expect("a"), db.retrieve(q, 10).await.expect("b"));
             assert_eq!(x, y, "query {q:?}, threshold {threshold}");
@@ -169,11 +174,10 @@ async fn updates_embed_only_new_and_changed_passages_and_drop_replaced_ones() {
     );
     build_index(&[update], &index, &IndexOptions::default(), &|_| {}).expect("bm25 update");
     let progress = std::sync::Mutex::new(Vec::new());
-    let second = build_dense(&index, embedder.as_ref(), &DenseOptions::default(), &|p| {
-        progress.lock().expect("lock").push(p)
-    })
-    .await
-    .expect("dense update");
+    let second =
+        build_dense(&index, embedder.as_ref(), &DenseOptions::default(), &|p| progress.lock().expect("lock").push(p))
+            .await
+            .expect("dense update");
     assert_eq!((second.embedded, second.reused, second.rows), (2, 2, 4), "{second:?}");
     assert_eq!(embedder.embedded(), 5, "only the changed and the new passage were embedded");
     assert_eq!(progress.lock().expect("lock").last().map(|p| (p.embedded, p.to_embed)), Some((2, 2)));
@@ -202,6 +206,7 @@ async fn passages_removed_from_the_index_leave_the_dense_index() {
     assert_eq!(second.reused, 1);
 }
 
+#[cfg(feature = "hnsw")]
 #[tokio::test]
 async fn hnsw_agrees_with_exact_search_on_a_small_set() {
     let docs = synthetic_docs(1500);
@@ -249,14 +254,16 @@ async fn missing_and_damaged_dense_indexes_are_clear_errors() {
 
     let opts = DenseOptions { exact_threshold: 0, ..DenseOptions::default() };
     build_dense(&index, HashEmbedder::new().as_ref(), &opts, &|_| {}).await.expect("dense");
-    let graph = std::fs::read_dir(index.join("dense"))
-        .expect("dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.to_string_lossy().ends_with(".hnsw.graph"))
-        .expect("graph file");
-    std::fs::write(&graph, b"garbage").expect("damage graph");
-    let err = DenseRetriever::open(&index, HashEmbedder::new()).expect_err("damaged graph");
-    assert!(matches!(err, IndexError::CorruptIndex { .. }), "{err}");
+    if HNSW {
+        let graph = std::fs::read_dir(index.join("dense"))
+            .expect("dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.to_string_lossy().ends_with(".hnsw.graph"))
+            .expect("graph file");
+        std::fs::write(&graph, b"garbage").expect("damage graph");
+        let err = DenseRetriever::open(&index, HashEmbedder::new()).expect_err("damaged graph");
+        assert!(matches!(err, IndexError::CorruptIndex { .. }), "{err}");
+    }
 
     std::fs::write(index.join("dense/vectors.f32"), [0u8; 10]).expect("damage vectors");
     let err = DenseRetriever::open(&index, HashEmbedder::new()).expect_err("damaged vectors");

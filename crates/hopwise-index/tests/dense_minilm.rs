@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use hopwise_core::{Embedder, Retriever};
 use hopwise_embed::{embedder_model_dir, verify_embedder_model, MiniLmEmbedder, MiniLmOptions, MINILM_MODEL_ID};
-use hopwise_index::{build_dense, build_index, Bm25Retriever, DenseOptions, DenseRetriever, HybridRetriever, IndexOptions};
+use hopwise_index::{
+    build_dense, build_index, Bm25Retriever, DenseOptions, DenseRetriever, HybridRetriever, IndexOptions,
+};
 
 fn minilm() -> Option<MiniLmEmbedder> {
     let home = std::env::var_os("HOPWISE_HOME")

@@ -25,6 +25,9 @@ impl Distance<f32> for UnitCosine {
     }
 }
 
+/// Whether this build can create and search HNSW graphs.
+pub(crate) const AVAILABLE: bool = true;
+
 pub(crate) struct Ann {
     graph: Hnsw<'static, f32, UnitCosine>,
 }
@@ -32,13 +35,13 @@ pub(crate) struct Ann {
 impl Ann {
     /// Builds the graph by inserting the rows one by one in row order: serial insertion with the
     /// library's seeded level generator makes the graph the same on every build.
-    pub fn build(rows: &Rows, dim: usize, opts: &DenseOptions) -> Self {
+    pub fn build(rows: &Rows, dim: usize, opts: &DenseOptions) -> Option<Self> {
         let n = rows.entries.len();
         let graph = Hnsw::new(opts.max_connections, n.max(1), MAX_LAYERS, opts.ef_construction, UnitCosine);
         for row in 0..n {
             graph.insert_slice((rows.vector(row, dim), row));
         }
-        Self { graph }
+        Some(Self { graph })
     }
 
     /// Writes the graph into `dir`; returns the dump's basename.
@@ -48,7 +51,7 @@ impl Ann {
 
     /// Loads a dumped graph and checks that it holds `rows` points. hnsw_rs asserts on malformed
     /// files, so a damaged dump is caught here and reported as a corrupt index instead of a crash.
-    pub fn load(index_dir: &Path, dense_dir: &Path, basename: &str, rows: usize) -> Result<Self> {
+    pub fn load(index_dir: &Path, dense_dir: &Path, basename: &str, rows: usize) -> Result<Option<Self>> {
         let loaded = catch_unwind(AssertUnwindSafe(|| {
             // The graph borrows from its loader for its whole life; an index is opened once per
             // process, so the small loader is leaked rather than made self-referential.
@@ -66,7 +69,7 @@ impl Ann {
                 format!("the HNSW graph holds {} points, the dense index {rows}", graph.get_nb_point()),
             ));
         }
-        Ok(Self { graph })
+        Ok(Some(Self { graph }))
     }
 
     /// The `k` nearest rows with their cosine similarity.

@@ -88,8 +88,7 @@ pub async fn build_dense(
         Some(meta) => store::read_rows(index_dir, meta)?,
         None => Rows::default(),
     };
-    let old: HashMap<&str, usize> =
-        old_rows.entries.iter().enumerate().map(|(row, e)| (e.id.as_str(), row)).collect();
+    let old: HashMap<&str, usize> = old_rows.entries.iter().enumerate().map(|(row, e)| (e.id.as_str(), row)).collect();
 
     // Every live passage of the BM25 index: id, hash of its embedding text, and the text itself
     // only when it must be embedded (so an update holds the texts of new passages only).
@@ -143,7 +142,7 @@ pub async fn build_dense(
     let embed_seconds = embed_started.elapsed().as_secs_f64();
 
     let rows = Rows { entries, vectors };
-    let ann = rows.entries.len() > opts.exact_threshold;
+    let ann = super::ann::AVAILABLE && rows.entries.len() > opts.exact_threshold;
     let meta = DenseMeta {
         version: DENSE_VERSION,
         model_id: model_id.clone(),
@@ -155,13 +154,9 @@ pub async fn build_dense(
     let graph_started = Instant::now();
     let changed = embedded > 0 || removed > 0 || previous.as_ref().is_none_or(|p| p.options != *opts);
     if changed {
-        store::write_all(index_dir, &meta, &rows, |dir| {
-            if ann {
-                let graph = Ann::build(&rows, dim, opts);
-                graph.dump(dir).map(Some)
-            } else {
-                Ok(None)
-            }
+        store::write_all(index_dir, &meta, &rows, |dir| match if ann { Ann::build(&rows, dim, opts) } else { None } {
+            Some(graph) => graph.dump(dir).map(Some),
+            None => Ok(None),
         })?;
     }
     Ok(DenseReport {

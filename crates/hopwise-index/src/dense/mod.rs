@@ -13,7 +13,14 @@
 //! changed (a content hash per row), drops rows whose passage is gone, and rewrites the folder. Rows
 //! are sorted by passage id and the HNSW graph is built serially in that order (its level generator
 //! is seeded), so the same input always gives the same index and the same results.
+//!
+//! The graph needs the `hnsw` feature (off by default, see `ann_off.rs`); without it every search is
+//! exact.
 
+#[cfg(feature = "hnsw")]
+mod ann;
+#[cfg(not(feature = "hnsw"))]
+#[path = "ann_off.rs"]
 mod ann;
 mod build;
 mod retriever;

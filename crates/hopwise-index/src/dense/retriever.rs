@@ -39,7 +39,7 @@ impl DenseRetriever {
         }
         let rows = store::read_rows(dir, &meta)?;
         let ann = match &meta.hnsw {
-            Some(basename) => Some(Ann::load(dir, &dense_dir(dir), basename, meta.rows)?),
+            Some(basename) => Ann::load(dir, &dense_dir(dir), basename, meta.rows)?,
             None => None,
         };
         let ef_search = meta.options.ef_search;
@@ -95,9 +95,7 @@ impl DenseRetriever {
         let Some(ann) = &self.ann else { return self.search_exact(query, k) };
         let mut hits = ann.search(query, k, self.ef_search);
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits.into_iter()
-            .filter_map(|(row, s)| self.rows.entries.get(row).map(|e| (e.id.clone(), s)))
-            .collect()
+        hits.into_iter().filter_map(|(row, s)| self.rows.entries.get(row).map(|e| (e.id.clone(), s))).collect()
     }
 
     /// Embeds `query` as a unit vector.
