@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use hopwise_config::{Config, LlmConfig};
-use hopwise_core::{Llm, Retriever};
-use hopwise_index::Bm25Retriever;
+use hopwise_core::{Embedder, Llm, Prompts, Retriever};
+use hopwise_embed::{embedder_model_dir, MiniLmEmbedder, MiniLmOptions};
+use hopwise_index::{Bm25Retriever, DedupRetriever, DenseRetriever, HybridRetriever, RewriteMethod, RewriteRetriever};
 use hopwise_llama::{LocalConfig, LocalLlm};
 use hopwise_models::OpenAiLlm;
 
@@ -41,9 +42,65 @@ pub async fn build_llm(config: &Config, progress: bool) -> Result<Arc<dyn Llm>> 
     }
 }
 
-/// The BM25 index named by config (`index`, `--index`, or the sample index).
+/// all-MiniLM-L6-v2 from `HOME/models/all-minilm-l6-v2`, or `None` when it is not installed. The
+/// cheap file check keeps commands that merely could use it (HGOT) from failing without it.
+pub fn installed_embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
+    let dir = embedder_model_dir(&config.home_dir());
+    if !dir.join("model.safetensors").is_file() {
+        return Ok(None);
+    }
+    let threads = match config.llm_config() {
+        LlmConfig::Local { threads: Some(t), .. } => (*t as usize).max(1),
+        _ => MiniLmOptions::default().threads,
+    };
+    let embedder = MiniLmEmbedder::load(&dir, MiniLmOptions { threads, ..MiniLmOptions::default() })
+        .with_context(|| format!("loading the embedder from {}", dir.display()))?;
+    Ok(Some(Arc::new(embedder)))
+}
+
+/// The embedder, or an error saying how to install it.
+pub fn require_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
+    installed_embedder(config)?.with_context(|| {
+        format!(
+            "all-MiniLM-L6-v2 is not installed in {}; run `hopwise setup --fetch all-minilm-l6-v2`",
+            config.home_dir().display()
+        )
+    })
+}
+
+/// The retriever named by config (`retriever`: bm25, dense or hybrid) over the configured index
+/// (`index`, `--index`, or the sample index).
 pub fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
     let dir = config.index_dir();
-    let retriever = Bm25Retriever::open(&dir)?;
-    Ok(Arc::new(retriever))
+    let bm25 = || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(Bm25Retriever::open(&dir)?)) };
+    let dense =
+        || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(DenseRetriever::open(&dir, require_embedder(config)?)?)) };
+    Ok(match config.retriever.as_str() {
+        "bm25" => bm25()?,
+        "dense" => dense()?,
+        "hybrid" => Arc::new(HybridRetriever::new(bm25()?, dense()?)),
+        other => bail!("unknown retriever `{other}`; choose bm25, dense or hybrid"),
+    })
+}
+
+/// Wraps `base` in the configured query rewrite (which calls `llm`), if any.
+pub fn with_query_rewrite(
+    config: &Config,
+    base: Arc<dyn Retriever>,
+    llm: &Arc<dyn Llm>,
+    prompts: &Arc<Prompts>,
+) -> Result<Arc<dyn Retriever>> {
+    let Some(name) = &config.query_rewrite else { return Ok(base) };
+    let method = RewriteMethod::parse(name)
+        .with_context(|| format!("unknown query rewrite `{name}`; choose hyde, multi-query or sub-question"))?;
+    Ok(Arc::new(RewriteRetriever::new(base, llm.clone(), prompts.clone(), method)))
+}
+
+/// A per-question retriever: `base`, de-duplicated across the question's rounds when configured.
+pub fn per_question(config: &Config, base: &Arc<dyn Retriever>) -> Arc<dyn Retriever> {
+    if config.dedup {
+        Arc::new(DedupRetriever::new(base.clone()))
+    } else {
+        base.clone()
+    }
 }

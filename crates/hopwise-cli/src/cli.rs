@@ -40,6 +40,9 @@ pub struct GlobalArgs {
     /// Use an OpenAI-compatible server at this URL (e.g. http://127.0.0.1:8000/v1); key from $OPENAI_API_KEY.
     #[arg(long, global = true, env = "HOPWISE_BASE_URL")]
     pub base_url: Option<String>,
+    /// Retrieval backend: bm25, dense (all-MiniLM-L6-v2; needs `hopwise index --dense`) or hybrid (both, fused).
+    #[arg(long, global = true, env = "HOPWISE_RETRIEVER", value_name = "bm25|dense|hybrid")]
+    pub retriever: Option<String>,
     /// Inference threads for the local model.
     #[arg(long, global = true, env = "HOPWISE_THREADS")]
     pub threads: Option<u32>,
@@ -60,6 +63,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Serve the HTTP API, the OpenAI-compatible endpoint and the live graph page.
     Serve(ServeArgs),
+    /// Score query-rewriting methods by retrieval quality (Hits/MAP/MRR@K against gold evidence ids).
+    RetrievalEval(RetrievalEvalArgs),
     /// List the available strategies.
     Strategies(JsonFlag),
     /// List prompt templates, or print one.
@@ -97,9 +102,22 @@ pub struct AskArgs {
     /// Strategy option, KEY=VALUE (repeatable), e.g. --opt critique=false.
     #[arg(long = "opt", value_name = "KEY=VALUE")]
     pub opts: Vec<String>,
+    #[command(flatten)]
+    pub retrieval: RetrievalFlags,
     /// Print the trace as JSON on stdout and nothing else.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Query-side retrieval options shared by `ask` and `eval`.
+#[derive(Debug, Args)]
+pub struct RetrievalFlags {
+    /// Let the model rewrite each retrieval query first: hyde, multi-query or sub-question.
+    #[arg(long, value_name = "METHOD")]
+    pub query_rewrite: Option<String>,
+    /// Drop passages a question was already given in an earlier retrieval round.
+    #[arg(long)]
+    pub dedup: bool,
 }
 
 #[derive(Debug, Args)]
@@ -116,6 +134,13 @@ pub struct IndexArgs {
     /// Tokens shared by consecutive passages.
     #[arg(long, default_value_t = 32)]
     pub overlap: usize,
+    /// Also build or update the dense index (all-MiniLM-L6-v2) in INDEX/dense; only new or changed
+    /// passages are embedded.
+    #[arg(long)]
+    pub dense: bool,
+    /// Up to this many passages the dense index is searched exactly; above, through an HNSW graph.
+    #[arg(long, default_value_t = 20_000)]
+    pub exact_threshold: usize,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -123,7 +148,8 @@ pub struct IndexArgs {
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
-    /// Models to fetch (repeatable). Default: the configured local model.
+    /// Models to fetch (repeatable): an LLM name, or all-minilm-l6-v2 (the embedder for dense retrieval).
+    /// Default: the configured local model.
     #[arg(long = "fetch")]
     pub models: Vec<String>,
     /// Skip building the sample index.
@@ -166,6 +192,8 @@ pub struct EvalArgs {
     /// Do not use the on-disk cache of model calls.
     #[arg(long)]
     pub no_cache: bool,
+    #[command(flatten)]
+    pub retrieval: RetrievalFlags,
     /// Print a JSON summary of the run.
     #[arg(long)]
     pub json: bool,
@@ -204,4 +232,35 @@ pub struct ServeArgs {
     /// Graph expansions allowed (the ceiling for requests).
     #[arg(long)]
     pub r_max: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct RetrievalEvalArgs {
+    /// Dataset with gold evidence ids (e.g. multihop_rag.jsonl); examples without evidence are left out.
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// Comma-separated methods: native, hyde, sub-question, multi-query, toqd, toqd-no-critique.
+    #[arg(long, default_value = "native")]
+    pub method: String,
+    /// K of Hits/MAP/MRR@K and of each query's retrieval.
+    #[arg(short, long, default_value_t = 10)]
+    pub k: usize,
+    /// Output directory for retrieval.jsonl and retrieval.md.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Questions to evaluate (the first N of the file).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Index directory (default: the configured or sample index).
+    #[arg(long, env = "HOPWISE_INDEX")]
+    pub index: Option<PathBuf>,
+    /// Questions evaluated at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Do not use the on-disk cache of model calls.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }

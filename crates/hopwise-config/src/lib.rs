@@ -22,6 +22,11 @@ pub enum ConfigError {
 
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
+/// The retrieval backends `retriever` may name.
+pub const RETRIEVERS: [&str; 3] = ["bm25", "dense", "hybrid"];
+/// The query rewrites `query_rewrite` may name.
+pub const QUERY_REWRITES: [&str; 3] = ["hyde", "multi-query", "sub-question"];
+
 /// How to reach a language model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -64,6 +69,13 @@ pub struct Config {
     pub llms: BTreeMap<String, LlmConfig>,
     /// The BM25 index directory (default: the sample index under `home`).
     pub index: Option<PathBuf>,
+    /// Retrieval backend: `bm25`, `dense` (all-MiniLM-L6-v2 over the index's `dense/` folder) or
+    /// `hybrid` (both, fused by reciprocal rank).
+    pub retriever: String,
+    /// Let the model rewrite each retrieval query first: `hyde`, `multi-query` or `sub-question`.
+    pub query_rewrite: Option<String>,
+    /// Drop passages already given to the same question in an earlier retrieval round.
+    pub dedup: bool,
     /// Default strategy.
     pub strategy: String,
     /// Passages per retrieval round.
@@ -188,6 +200,9 @@ impl Default for Config {
             llm: "local".into(),
             llms,
             index: None,
+            retriever: "bm25".into(),
+            query_rewrite: None,
+            dedup: false,
             strategy: "toqd".into(),
             k: 5,
             budget: Budget::default(),
@@ -210,6 +225,11 @@ pub struct Overrides {
     /// `--base-url`: switches to an OpenAI-compatible backend at this URL.
     pub base_url: Option<String>,
     pub index: Option<PathBuf>,
+    /// `--retriever` / `HOPWISE_RETRIEVER`.
+    pub retriever: Option<String>,
+    pub query_rewrite: Option<String>,
+    /// `Some(true)` turns de-duplication on; `None` leaves the file's setting.
+    pub dedup: Option<bool>,
     pub strategy: Option<String>,
     pub k: Option<usize>,
     pub threads: Option<u32>,
@@ -249,7 +269,7 @@ impl Config {
     }
 
     /// Environment variables: `HOPWISE_HOME`, `HOPWISE_LLM`, `HOPWISE_MODEL`, `HOPWISE_BASE_URL`,
-    /// `HOPWISE_INDEX`, `HOPWISE_STRATEGY`, `HOPWISE_THREADS`.
+    /// `HOPWISE_INDEX`, `HOPWISE_RETRIEVER`, `HOPWISE_STRATEGY`, `HOPWISE_THREADS`.
     pub fn env_overrides() -> Result<Overrides> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let threads = match var("HOPWISE_THREADS") {
@@ -264,6 +284,9 @@ impl Config {
             model: var("HOPWISE_MODEL"),
             base_url: var("HOPWISE_BASE_URL"),
             index: var("HOPWISE_INDEX").map(PathBuf::from),
+            retriever: var("HOPWISE_RETRIEVER"),
+            query_rewrite: None,
+            dedup: None,
             strategy: var("HOPWISE_STRATEGY"),
             k: None,
             threads,
@@ -302,6 +325,15 @@ impl Config {
         if let Some(i) = &o.index {
             self.index = Some(i.clone());
         }
+        if let Some(r) = &o.retriever {
+            self.retriever = r.clone();
+        }
+        if let Some(q) = &o.query_rewrite {
+            self.query_rewrite = Some(q.clone());
+        }
+        if let Some(d) = o.dedup {
+            self.dedup = d;
+        }
         if let Some(s) = &o.strategy {
             self.strategy = s.clone();
         }
@@ -322,6 +354,21 @@ impl Config {
                 self.llm,
                 known.join(", ")
             )));
+        }
+        if !RETRIEVERS.contains(&self.retriever.as_str()) {
+            return Err(ConfigError::Invalid(format!(
+                "retriever `{}` is unknown; choose one of {}",
+                self.retriever,
+                RETRIEVERS.join(", ")
+            )));
+        }
+        if let Some(q) = &self.query_rewrite {
+            if !QUERY_REWRITES.contains(&q.as_str()) {
+                return Err(ConfigError::Invalid(format!(
+                    "query_rewrite `{q}` is unknown; choose one of {}",
+                    QUERY_REWRITES.join(", ")
+                )));
+            }
         }
         if self.k == 0 || self.k > 100 {
             return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
@@ -435,6 +482,12 @@ mod tests {
         c.apply(&Overrides { model: Some("other".into()), k: Some(7), ..Default::default() }).expect("apply");
         assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "other"));
         assert_eq!(c.k, 7);
+        assert_eq!(c.retriever, "bm25");
+        let o = Overrides { retriever: Some("hybrid".into()), dedup: Some(true), ..Default::default() };
+        c.apply(&o).expect("apply");
+        assert!(c.retriever == "hybrid" && c.dedup);
+        assert!(c.apply(&Overrides { retriever: Some("nope".into()), ..Default::default() }).is_err());
+        c.retriever = "hybrid".into();
         c.apply(&Overrides { base_url: Some("http://127.0.0.1:9/v1".into()), ..Default::default() }).expect("apply");
         assert!(
             matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { base_url, .. }) if base_url.ends_with(":9/v1"))
@@ -450,6 +503,9 @@ mod tests {
         assert!(Config::from_toml("[serve]\nbind = \"localhost\"").is_err(), "bind needs a port");
         assert!(Config::from_toml("[serve]\nmax_concurrency = 0").is_err());
         assert!(Config::from_toml("[serve]\ntoken = \"x\"").is_err(), "tokens never go in the file");
+        let err = Config::from_toml("retriever = \"vector\"").expect_err("unknown retriever");
+        assert!(err.to_string().contains("bm25, dense, hybrid"), "{err}");
+        assert!(Config::from_toml("query_rewrite = \"magic\"").is_err());
         let err = Config::from_file(Path::new("/nonexistent/hopwise.toml")).expect_err("missing");
         assert!(err.to_string().contains("/nonexistent/hopwise.toml"));
     }

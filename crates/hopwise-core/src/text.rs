@@ -14,6 +14,37 @@ pub fn normalize_answer(s: &str) -> String {
     no_punct.split_whitespace().filter(|w| !matches!(*w, "a" | "an" | "the")).collect::<Vec<_>>().join(" ")
 }
 
+/// Parses a numbered list ("1. …", "2) …", "Step 3: …"); falls back to the non-empty lines that end
+/// with a question mark. At most `max` items.
+pub fn parse_numbered_list(reply: &str, max: usize) -> Vec<String> {
+    let mut items = Vec::new();
+    for line in reply.lines() {
+        let line = line.trim().replace("**", "").replace("__", "");
+        let body = line
+            .strip_prefix("Step ")
+            .or_else(|| line.strip_prefix("step "))
+            .unwrap_or(&line)
+            .trim_start_matches(['-', '*', ' ']);
+        let digits = body.chars().take_while(char::is_ascii_digit).count();
+        if digits == 0 {
+            continue;
+        }
+        let rest = body[digits..].trim_start();
+        let Some(rest) = rest.strip_prefix(['.', ')', ':']) else {
+            continue;
+        };
+        let rest = rest.trim();
+        if !rest.is_empty() {
+            items.push(rest.to_string());
+        }
+    }
+    if items.is_empty() {
+        items = reply.lines().map(str::trim).filter(|l| l.ends_with('?')).map(str::to_string).collect();
+    }
+    items.truncate(max);
+    items
+}
+
 /// Splits text into sentences at `.`, `!` or `?` followed by whitespace (or the end), keeping
 /// citation markers such as `[1][2]` attached to the sentence they follow. A dot after an
 /// abbreviation ("U.S.", "Dr.", an initial such as "J.") is not a boundary.

@@ -34,6 +34,24 @@ pub enum IndexError {
     #[error("{} exists and is not a hopwise index; choose an empty or new directory", dir.display())]
     NotAnIndexDir { dir: PathBuf },
 
+    #[error(
+        "the index at {} has no dense index: build one with `hopwise index PATH... --index {} --dense`",
+        dir.display(),
+        dir.display()
+    )]
+    MissingDense { dir: PathBuf },
+
+    #[error(
+        "the dense index at {} was built with {index_model}, but the query side uses {query_model}; \
+         use the same embedder, or rebuild the dense index (delete {}/dense and run `hopwise index --dense`)",
+        dir.display(),
+        dir.display()
+    )]
+    EmbedderMismatch { dir: PathBuf, index_model: String, query_model: String },
+
+    #[error("embedding passages: {0}")]
+    Embedding(String),
+
     #[error("invalid index options: {0}")]
     InvalidOptions(String),
 

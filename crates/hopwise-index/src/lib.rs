@@ -8,6 +8,12 @@
 //!   old passages).
 //! - [`Bm25Retriever`]: implements [`hopwise_core::Retriever`] over a built index.
 //!
+//! - [`dense`]: an embedding index next to the BM25 one (exact search for small corpora, HNSW above),
+//!   built incrementally from the BM25 passages, and [`DenseRetriever`].
+//! - [`fusion`]: reciprocal-rank and weighted-score fusion, and [`HybridRetriever`] (BM25 + dense).
+//! - [`rewrite`]: query-side wrappers (HyDE, multi-query, sub-questions) and per-question
+//!   de-duplication, each itself a `Retriever`.
+//!
 //! Each retrieval backend is its own `Retriever`; the index directory layout ([`layout`]) leaves
 //! room for more backends next to the BM25 one.
 
@@ -15,14 +21,20 @@ pub mod bm25;
 pub mod build;
 pub mod chunk;
 pub mod corpus;
+pub mod dense;
 pub mod error;
+pub mod fusion;
 pub mod layout;
 pub mod progress;
+pub mod rewrite;
 
 pub use bm25::{Bm25Retriever, DEFAULT_TITLE_BOOST};
 pub use build::{build_index, IndexOptions, IndexPhase, IndexProgress, IndexReport};
 pub use chunk::{chunk_document, ChunkOptions};
 pub use corpus::{CorpusItem, CorpusReader, Document, Issue, IssueKind};
+pub use dense::{build_dense, DenseOptions, DenseProgress, DenseReport, DenseRetriever};
 pub use error::{IndexError, Result};
+pub use fusion::{Fusion, HybridRetriever};
 pub use layout::IndexMeta;
 pub use progress::IndexProgressBar;
+pub use rewrite::{DedupRetriever, RewriteMethod, RewriteRetriever};

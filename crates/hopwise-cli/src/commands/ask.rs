@@ -32,6 +32,8 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
         strategy: args.strategy.clone(),
         k: args.k,
         r_max: args.r_max,
+        query_rewrite: args.retrieval.query_rewrite.clone(),
+        dedup: args.retrieval.dedup.then_some(true),
         ..Default::default()
     })?;
     let name = strategy::resolve(&config.strategy, args.no_retrieval)?;
@@ -39,11 +41,23 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
     parse_opts(&args.opts, &mut options)?;
     let strategy = strategy::build(&name, &options)?;
 
-    let retriever = if strategy.needs_retriever() { Some(backends::open_retriever(&config)?) } else { None };
+    // Open the index before loading the model, so a missing index fails fast.
+    let base = if strategy.needs_retriever() { Some(backends::open_retriever(&config)?) } else { None };
     let llm = backends::build_llm(&config, !args.json).await?;
+    let prompts = Arc::new(config.prompts()?);
+    let retriever = match base {
+        Some(base) => {
+            let wrapped = backends::with_query_rewrite(&config, base, &llm, &prompts)?;
+            Some(backends::per_question(&config, &wrapped))
+        }
+        None => None,
+    };
+    // HGOT's STOP test and demonstration choice use cosine similarity when an embedder is there.
+    let embedder = if name.starts_with("hgot") { backends::installed_embedder(&config)? } else { None };
     let rec = Recorder::new(&args.question, &name);
-    let ctx = Ctx::new(llm, Arc::new(config.prompts()?), rec)
+    let ctx = Ctx::new(llm, prompts, rec)
         .with_retriever(retriever)
+        .with_embedder(embedder)
         .with_budget(config.budget.clone())
         .with_k(config.k);
     let trace = strategy::run(strategy.as_ref(), &ctx, &args.question).await?;

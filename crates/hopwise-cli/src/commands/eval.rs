@@ -14,7 +14,12 @@ use crate::backends;
 use crate::cli::EvalArgs;
 
 pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
-    config.apply(&hopwise_config::Overrides { index: args.index.clone(), ..Default::default() })?;
+    config.apply(&hopwise_config::Overrides {
+        index: args.index.clone(),
+        query_rewrite: args.retrieval.query_rewrite.clone(),
+        dedup: args.retrieval.dedup.then_some(true),
+        ..Default::default()
+    })?;
     let strategies: Vec<String> =
         args.strategy.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
     for s in &strategies {
@@ -28,16 +33,36 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
         // Content-addressed: a finished run is recomputed offline and an interrupted one never pays twice.
         Arc::new(CachedLlm::new(base, config.home_dir().join("cache").join("llm"), CacheMode::ReadWrite))
     };
-    let retriever: Option<Arc<dyn Retriever>> =
-        if args.context { None } else { Some(backends::open_retriever(&config)?) };
+    let retriever: Option<Arc<dyn Retriever>> = if args.context {
+        None
+    } else {
+        Some(backends::with_query_rewrite(&config, backends::open_retriever(&config)?, &llm, &prompts)?)
+    };
+    let embedder =
+        if strategies.iter().any(|s| s.starts_with("hgot")) { backends::installed_embedder(&config)? } else { None };
 
     let mut eval = EvalConfig::new(args.dataset.clone(), strategies.clone(), args.out.clone());
     eval.limit = args.limit;
     eval.concurrency = args.concurrency.max(1);
     eval.k = config.k;
     eval.model = llm.name().to_string();
-    eval.retriever =
-        Some(if args.context { "example-context".to_string() } else { config.index_dir().display().to_string() });
+    eval.retriever = Some(if args.context {
+        "example-context".to_string()
+    } else if config.retriever == "bm25" {
+        // Unchanged for BM25, so output folders of earlier runs still resume.
+        config.index_dir().display().to_string()
+    } else {
+        format!("{}:{}", config.retriever, config.index_dir().display())
+    });
+    if let Some(rewrite) = &config.query_rewrite {
+        eval.settings.insert("query_rewrite".into(), rewrite.clone().into());
+    }
+    if config.dedup {
+        eval.settings.insert("dedup".into(), true.into());
+    }
+    if let Some(e) = &embedder {
+        eval.settings.insert("embedder".into(), e.model_id().into());
+    }
     eval.prompts_hash = hopwise_eval::prompts_hash(&prompts);
     for s in &strategies {
         eval.strategy_options.insert(s.clone(), config.strategy_options(s));
@@ -46,13 +71,17 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
 
     let budget = config.budget.clone();
     let k = config.k;
+    let dedup_config = config.clone();
     let factory = Arc::new(move |job: &Job, rec: hopwise_core::Recorder| -> hopwise_eval::Result<Ctx> {
         let retriever: Arc<dyn Retriever> = match &retriever {
             Some(r) => r.clone(),
             None => Arc::new(ExampleContextRetriever::new(&job.example)),
         };
+        // A fresh de-duplicating wrapper per question: rounds of one question share it, questions do not.
+        let retriever = backends::per_question(&dedup_config, &retriever);
         Ok(Ctx::new(llm.clone(), prompts.clone(), rec)
             .with_retriever(Some(retriever))
+            .with_embedder(embedder.clone())
             .with_budget(budget.clone())
             .with_k(k))
     });

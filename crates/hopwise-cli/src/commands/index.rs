@@ -1,24 +1,59 @@
-//! `hopwise index`: build or update a BM25 index.
+//! `hopwise index`: build or update a BM25 index, and with `--dense` the dense index next to it.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use hopwise_config::Config;
-use hopwise_index::{build_index, ChunkOptions, IndexOptions, IndexProgressBar};
+use hopwise_index::{build_dense, build_index, ChunkOptions, DenseOptions, IndexOptions, IndexProgressBar};
+use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::backends;
 use crate::cli::IndexArgs;
 
-pub fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
+pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
     let dir = args.index.clone().unwrap_or_else(|| config.index_dir());
     let opts = IndexOptions {
         chunking: ChunkOptions { window_tokens: args.chunk_tokens, overlap_tokens: args.overlap },
         ..IndexOptions::default()
     };
     let bar = if args.json { IndexProgressBar::hidden() } else { IndexProgressBar::new() };
+    // Load the embedder first, so a missing model fails before any indexing work.
+    let embedder = if args.dense { Some(backends::require_embedder(config)?) } else { None };
     let report = build_index(&args.paths, &dir, &opts, &|p| bar.update(&p))?;
     bar.finish();
+    let dense = match embedder {
+        Some(embedder) => {
+            let dense_opts = DenseOptions { exact_threshold: args.exact_threshold, ..DenseOptions::default() };
+            let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new(0) };
+            bar.set_style(
+                ProgressStyle::with_template("embedding [{bar:30}] {pos}/{len} passages, {per_sec}, eta {eta}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            let r = build_dense(&dir, embedder.as_ref(), &dense_opts, &|p| {
+                bar.set_length(p.to_embed);
+                bar.set_position(p.embedded);
+            })
+            .await?;
+            bar.finish_and_clear();
+            Some(r)
+        }
+        None => {
+            if dir.join(hopwise_index::dense::DENSE_SUBDIR).is_dir() && report.passages_indexed > 0 {
+                eprintln!(
+                    "warning: {} has a dense index that does not cover this update; run again with --dense to embed the new passages",
+                    dir.display()
+                );
+            }
+            None
+        }
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut value = serde_json::to_value(&report)?;
+        if let (Some(d), Some(map)) = (&dense, value.as_object_mut()) {
+            map.insert("dense".into(), serde_json::to_value(d)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         for issue in report.skipped.iter().chain(report.warnings.iter()) {
             eprintln!("warning: {issue}");
@@ -37,6 +72,18 @@ pub fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
             report.empty_documents,
             report.passages_total
         );
+        if let Some(d) = &dense {
+            println!(
+                "dense ({}): embedded {} passages in {:.1} s, kept {}, removed {}; {} rows, {} search",
+                d.model_id,
+                d.embedded,
+                d.embed_seconds,
+                d.reused,
+                d.removed,
+                d.rows,
+                if d.ann { "HNSW" } else { "exact" }
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

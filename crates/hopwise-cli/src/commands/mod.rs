@@ -4,6 +4,7 @@ mod ask;
 mod eval;
 mod index;
 mod info;
+mod retrieval_eval;
 mod serve;
 mod setup;
 
@@ -23,6 +24,7 @@ pub fn load_config(global: &GlobalArgs) -> Result<Config> {
         model: global.model.clone(),
         base_url: global.base_url.clone(),
         threads: global.threads,
+        retriever: global.retriever.clone(),
         ..Default::default()
     })?;
     Ok(config)
@@ -34,10 +36,11 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Ask(args) => ask::run(config, args).await,
         Command::Eval(args) => eval::run(config, args).await,
         Command::Serve(args) => serve::run(config, args).await,
+        Command::RetrievalEval(args) => retrieval_eval::run(config, args).await,
         Command::Strategies(args) => info::strategies(args.json),
         Command::Prompts(args) => info::prompts(&config, args.name.as_deref()),
         Command::Config => info::config(&config),
-        Command::Index(args) => index::run(&config, args),
+        Command::Index(args) => index::run(&config, args).await,
         Command::Setup(args) => setup::run(&config, args),
     }
 }

