@@ -84,6 +84,21 @@ pub struct JsonFlag {
 pub struct AskArgs {
     /// The question.
     pub question: String,
+    #[command(flatten)]
+    pub run: RunFlags,
+    /// Strategy option, KEY=VALUE (repeatable), e.g. --opt critique=false.
+    #[arg(long = "opt", value_name = "KEY=VALUE")]
+    pub opts: Vec<String>,
+    #[command(flatten)]
+    pub retrieval: RetrievalFlags,
+    /// Print the trace as JSON on stdout and nothing else.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How a question is answered, shared by `ask` and `serve` (for `serve`, the defaults of every request).
+#[derive(Debug, Args)]
+pub struct RunFlags {
     /// Strategy (see `hopwise strategies`).
     #[arg(short, long, env = "HOPWISE_STRATEGY")]
     pub strategy: Option<String>,
@@ -99,14 +114,19 @@ pub struct AskArgs {
     /// Graph expansions allowed (ToQD's r_max).
     #[arg(long)]
     pub r_max: Option<u32>,
-    /// Strategy option, KEY=VALUE (repeatable), e.g. --opt critique=false.
-    #[arg(long = "opt", value_name = "KEY=VALUE")]
-    pub opts: Vec<String>,
-    #[command(flatten)]
-    pub retrieval: RetrievalFlags,
-    /// Print the trace as JSON on stdout and nothing else.
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl RunFlags {
+    /// The configuration these flags override.
+    pub fn overrides(&self) -> hopwise_config::Overrides {
+        hopwise_config::Overrides {
+            index: self.index.clone(),
+            strategy: self.strategy.clone(),
+            k: self.k,
+            r_max: self.r_max,
+            ..Default::default()
+        }
+    }
 }
 
 /// Query-side retrieval options shared by `ask` and `eval`.
@@ -217,21 +237,10 @@ pub struct ServeArgs {
     /// Largest request body in bytes (413 above).
     #[arg(long, env = "HOPWISE_SERVE_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
-    /// Default strategy for requests that name none.
-    #[arg(short, long, env = "HOPWISE_STRATEGY")]
-    pub strategy: Option<String>,
-    /// BM25 index directory (default: the sample index).
-    #[arg(long, env = "HOPWISE_INDEX")]
-    pub index: Option<PathBuf>,
-    /// Serve without an index: only retrieval-free strategies run.
-    #[arg(long)]
-    pub no_retrieval: bool,
-    /// Passages per retrieval round (requests may override).
-    #[arg(short, long)]
-    pub k: Option<usize>,
-    /// Graph expansions allowed (the ceiling for requests).
-    #[arg(long)]
-    pub r_max: Option<u32>,
+    /// Strategy, index and budgets: the defaults for requests, which may pick another strategy and lower `k`
+    /// or `r_max` but not raise them.
+    #[command(flatten)]
+    pub run: RunFlags,
 }
 
 #[derive(Debug, Args)]

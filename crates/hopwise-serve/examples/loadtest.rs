@@ -75,6 +75,13 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    if let Err(e) = run(args).await {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let latency = Duration::from_millis(args.latency_ms);
     let llm = ScriptedLlm::new()
         .on("step by step", "Rush released Counterparts.\nAnswer: Rush")
@@ -83,18 +90,18 @@ async fn main() {
     let state = AppState::builder(Arc::new(llm))
         .limits(Limits { max_concurrency: args.max_concurrency, ..Limits::default() })
         .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(hopwise_serve::serve(listener, state.clone(), async move {
         let _ = stopped.await;
     }));
-    let client = reqwest::Client::builder().pool_max_idle_per_host(256).build().expect("client");
+    let client = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
     let body =
         serde_json::json!({"question": "Which Canadian rock band released Counterparts?", "strategy": args.strategy});
     // One question to learn how many model calls a request makes (the fixed model time).
     let probe: serde_json::Value =
-        client.post(format!("{base}/v1/ask")).json(&body).send().await.expect("probe").json().await.expect("trace");
+        client.post(format!("{base}/v1/ask")).json(&body).send().await?.error_for_status()?.json().await?;
     let calls = probe["stats"]["llm_calls"].as_u64().unwrap_or(1);
     let model_time = latency * calls as u32;
 
@@ -139,7 +146,7 @@ async fn main() {
             .collect();
         let mut results = Vec::new();
         for w in workers {
-            results.extend(w.await.expect("worker"));
+            results.extend(w.await?);
         }
         let elapsed = started.elapsed();
         let mut ok: Vec<Duration> = results.iter().filter(|(s, _)| *s == 200).map(|(_, d)| *d).collect();
@@ -166,4 +173,5 @@ async fn main() {
     println!("RSS peak: {peak:.1} MiB, after: {after:.1} MiB (client and server in one process)");
     let _ = stop.send(());
     let _ = server.await;
+    Ok(())
 }

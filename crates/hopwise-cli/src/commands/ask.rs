@@ -28,15 +28,11 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
         bail!("the question is empty");
     }
     config.apply(&hopwise_config::Overrides {
-        index: args.index.clone(),
-        strategy: args.strategy.clone(),
-        k: args.k,
-        r_max: args.r_max,
         query_rewrite: args.retrieval.query_rewrite.clone(),
         dedup: args.retrieval.dedup.then_some(true),
-        ..Default::default()
+        ..args.run.overrides()
     })?;
-    let name = strategy::resolve(&config.strategy, args.no_retrieval)?;
+    let name = strategy::resolve(&config.strategy, args.run.no_retrieval)?;
     let mut options = config.strategy_options(&name);
     parse_opts(&args.opts, &mut options)?;
     let strategy = strategy::build(&name, &options)?;

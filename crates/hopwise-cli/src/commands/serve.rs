@@ -13,13 +13,7 @@ use crate::backends;
 use crate::cli::ServeArgs;
 
 pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
-    config.apply(&hopwise_config::Overrides {
-        index: args.index.clone(),
-        strategy: args.strategy.clone(),
-        k: args.k,
-        r_max: args.r_max,
-        ..Default::default()
-    })?;
+    config.apply(&args.run.overrides())?;
     config.serve.apply(&ServeOverrides {
         bind: args.bind.clone(),
         token_env: args.token_env.clone(),
@@ -28,10 +22,10 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
         max_body_bytes: args.max_body_bytes,
     })?;
     // The default strategy must be valid before the server accepts anything.
-    hopwise_reason::strategy::resolve(&config.strategy, args.no_retrieval)?;
+    hopwise_reason::strategy::resolve(&config.strategy, args.run.no_retrieval)?;
     let token = config.serve.token()?;
 
-    let retriever = if args.no_retrieval { None } else { Some(backends::open_retriever(&config)?) };
+    let retriever = if args.run.no_retrieval { None } else { Some(backends::open_retriever(&config)?) };
     let llm = backends::build_llm(&config, true).await?;
     let defaults = Defaults {
         strategy: config.strategy.clone(),
