@@ -58,9 +58,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shared_time = started.elapsed();
     let started = Instant::now();
     let mut separate_tokens = 0;
+    let (mut separate_prompt, mut separate_decode, mut separate_steps) = (Duration::ZERO, Duration::ZERO, 0);
     for k in 0..10u64 {
         let params = GenParams { n: 1, seed: Some(42 + k), ..sampling.clone() };
-        separate_tokens += llm.generate_blocking(&user(&question_prompt, params))?.response.usage.completion_tokens;
+        let generation = llm.generate_blocking(&user(&question_prompt, params))?;
+        separate_tokens += generation.response.usage.completion_tokens;
+        separate_prompt += generation.timing.prompt_time;
+        separate_decode += generation.timing.decode_time;
+        separate_steps += generation.timing.decode_steps;
     }
     let separate_time = started.elapsed();
     println!(
@@ -71,6 +76,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("| 10 separate calls ({separate_tokens} new tok) | {:.2} s |", separate_time.as_secs_f64());
     println!("| speed-up n=10 shared vs separate | {:.2}x |", separate_time.as_secs_f64() / shared_time.as_secs_f64());
+    // Where the time went: prompt evaluation vs batched decoding (the rest is sampling and overhead).
+    println!(
+        "| shared: prompt / decode ({} steps) | {:.2} s / {:.2} s |",
+        shared.timing.decode_steps,
+        shared.timing.prompt_time.as_secs_f64(),
+        shared.timing.decode_time.as_secs_f64()
+    );
+    println!(
+        "| separate: prompt / decode ({separate_steps} steps) | {:.2} s / {:.2} s |",
+        separate_prompt.as_secs_f64(),
+        separate_decode.as_secs_f64()
+    );
 
     // Two requests arriving together, with this model's batching, then with a queueing instance.
     let pair = [

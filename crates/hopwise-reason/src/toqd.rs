@@ -446,6 +446,16 @@ impl Strategy for Toqd {
         match summary {
             Ok(reply) => {
                 let (text, rationale) = parse::parse_final(&reply);
+                // A hedge, the sentinel, or a bare "Yes" to "Which band ...?" (small models over-apply the
+                // prompt's yes/no rule): the graph's own last answer is then the better final answer.
+                if unanswered(question, &text) && !last_answer.is_empty() {
+                    ctx.rec.repair(Repair {
+                        stage: "summary".into(),
+                        rule: "summary_unanswered".into(),
+                        detail: format!("summary answered `{text}`; using the last node's answer `{last_answer}`"),
+                    });
+                    return Ok(Answer { text: last_answer, rationale });
+                }
                 Ok(Answer { text, rationale })
             }
             Err(e) => {

@@ -30,6 +30,10 @@ fn corpus() -> StaticRetriever {
 
 /// The bridge question: node 1 is known, node 2 needs retrieval after rewriting.
 fn bridge_model() -> ScriptedLlm {
+    bridge_model_summarising("Answer: Rush\nReason: Rush released Counterparts and Neil Peart drummed for it.")
+}
+
+fn bridge_model_summarising(summary: &str) -> ScriptedLlm {
     ScriptedLlm::new()
         .on(DECOMPOSE, "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
         .on(CRITIQUE, "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
@@ -37,7 +41,7 @@ fn bridge_model() -> ScriptedLlm {
         .on(REWRITE, "Who was the drummer of Rush?")
         .on_fn(SELF_VERIFY, |p, _| if p.contains("Counterparts") { "Rush".into() } else { "NO!".into() })
         .on(WITH_CONTEXT, "Neil Peart")
-        .on(SUMMARY, "Answer: Rush\nReason: Rush released Counterparts and Neil Peart drummed for it.")
+        .on(SUMMARY, summary)
 }
 
 async fn ask(
@@ -99,6 +103,28 @@ async fn bridge_question_resolves_known_then_retrieved() {
     assert_eq!(t.stats.retrieval_rounds, 1);
     assert!(t.stats.input_words > 0 && t.stats.output_words > 0);
     assert!(!t.best_effort);
+}
+
+#[tokio::test]
+async fn a_bare_yes_summary_to_a_which_question_falls_back_to_the_graph_answer() {
+    let llm = bridge_model_summarising("Answer: Yes\nReason: Rush released Counterparts.");
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(t.answer, "Neil Peart", "the sink node's answer, not `Yes`");
+    assert_eq!(t.rationale.as_deref(), Some("Rush released Counterparts."));
+    assert!(t.repairs.iter().any(|r| r.stage == "summary" && r.rule == "summary_unanswered"), "{:?}", t.repairs);
+}
+
+#[tokio::test]
+async fn a_yes_summary_to_a_yes_no_question_stands() {
+    let llm = bridge_model_summarising("Answer: Yes\nReason: Rush released Counterparts.");
+    let s = build("toqd", &StrategyOptions::default()).expect("known strategy");
+    let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), Recorder::new("q", "toqd"))
+        .with_retriever(Some(Arc::new(corpus()) as Arc<dyn Retriever>));
+    let t = run(s.as_ref(), &ctx, "Did the band that released Counterparts have a Hall of Fame drummer?")
+        .await
+        .expect("runs");
+    assert_eq!(t.answer, "Yes");
+    assert!(t.repairs.iter().all(|r| r.rule != "summary_unanswered"));
 }
 
 #[tokio::test]
