@@ -85,7 +85,8 @@ async fn opensearch_bm25_knn_upsert_delete_and_resume() {
     let knn = RemoteRetriever::open(store.clone(), Some(embedder.clone()), SearchMode::Vector).await.expect("knn");
     let hits = knn.retrieve("Sponge cake. Whisk eggs, sugar and flour, then bake.", 1).await.expect("knn");
     assert_eq!(hits.first().map(|p| p.id.as_str()), Some("cake"));
-    let hybrid = RemoteRetriever::open(store.clone(), Some(embedder.clone()), SearchMode::Hybrid).await.expect("hybrid");
+    let hybrid =
+        RemoteRetriever::open(store.clone(), Some(embedder.clone()), SearchMode::Hybrid).await.expect("hybrid");
     assert!(!hybrid.retrieve("moon earth", 2).await.expect("hybrid").is_empty());
 
     assert_eq!(store.delete(&["moon".to_string(), "absent".to_string()]).await.expect("delete"), 1);
