@@ -1,9 +1,9 @@
 //! Against real Typesense and Milvus servers started here on 127.0.0.1 (installed by
 //! `scripts/servers.sh install`; without them these tests are skipped, under `CI` they fail).
 //!
-//! Corpus: the first `QUESTIONS` HotpotQA questions of `hotpotqa.jsonl` and their paragraphs
-//! (supporting + distractors, de-duplicated by title; ~10 per question), not the full 6,640-passage
-//! corpus: embedding runs at ~16 passages/s on two shared cores, and the full corpus would take
+//! Corpus: the first `QUESTIONS` HotpotQA questions of `../shared/data/hotpotqa.jsonl` and their
+//! paragraphs (supporting + distractors, de-duplicated by title; ~10 per question; without the shared
+//! data, the repository's sample: the same kind of subset), not the full 6,640-passage corpus: embedding runs at ~16 passages/s on two shared cores, and the full corpus would take
 //! ~7 minutes per test run. Embeddings are computed once and cached.
 //!
 //! Agreement: on recall@5 of supporting paragraphs, each engine's vector search must be within

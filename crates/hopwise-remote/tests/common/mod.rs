@@ -15,16 +15,17 @@ use serde_json::Value;
 
 pub const DATA: &str = "/work/shared/data";
 
-/// The data directory: `$HOPWISE_DATA`, else the shared one, else `data/` of the repository.
+/// The data directory: `$HOPWISE_DATA`, else the shared one (next to the repository, or at its
+/// absolute path on the development machines). Without it the repository's sample is used.
 pub fn data_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("HOPWISE_DATA") {
         return PathBuf::from(d);
     }
-    let shared = PathBuf::from(DATA);
-    if shared.is_dir() {
-        return shared;
+    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    if beside.is_dir() {
+        return beside;
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data")
+    PathBuf::from(DATA)
 }
 
 pub struct Question {
@@ -42,6 +43,9 @@ pub struct Subset {
 
 pub fn hotpotqa_subset(n: usize) -> Option<Subset> {
     let dir = data_dir();
+    if !dir.join("hotpotqa.jsonl").is_file() {
+        return sample_subset(n);
+    }
     let qs = std::fs::read_to_string(dir.join("hotpotqa.jsonl")).ok()?;
     let corpus = std::fs::read_to_string(dir.join("hotpotqa_corpus.jsonl")).ok()?;
     let mut id_of: HashMap<String, String> = HashMap::new();
@@ -70,6 +74,37 @@ pub fn hotpotqa_subset(n: usize) -> Option<Subset> {
         }
         questions.push(Question { text: v["question"].as_str()?.to_string(), gold });
     }
+    Some(Subset { questions, passages })
+}
+
+/// Without the shared data (a clean clone in CI): the repository's sample, which holds the
+/// paragraphs of its 40 HotpotQA questions (`hotpotqa-s*`) and their supporting titles.
+fn sample_subset(n: usize) -> Option<Subset> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/sample");
+    let qs = std::fs::read_to_string(dir.join("questions.jsonl")).ok()?;
+    let corpus = std::fs::read_to_string(dir.join("corpus.jsonl")).ok()?;
+    let mut passages = Vec::new();
+    for line in corpus.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        let (Some(id), Some(title), Some(text)) = (v["id"].as_str(), v["title"].as_str(), v["text"].as_str()) else {
+            continue;
+        };
+        if id.starts_with("hotpotqa-s") {
+            let doc = Document { id: id.into(), title: title.into(), text: text.into(), location: String::new() };
+            passages.extend(chunk_document(&doc, &ChunkOptions::default()));
+        }
+    }
+    let questions = qs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["dataset"] == "hotpotqa")
+        .take(n)
+        .filter_map(|v| {
+            let gold =
+                v["supporting_titles"].as_array()?.iter().filter_map(|t| t.as_str().map(str::to_string)).collect();
+            Some(Question { text: v["question"].as_str()?.to_string(), gold })
+        })
+        .collect();
     Some(Subset { questions, passages })
 }
 
