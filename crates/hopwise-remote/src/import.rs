@@ -227,3 +227,127 @@ impl<'a> Importer<'a> {
         Ok(self.report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+
+    use super::*;
+
+    /// An in-memory store, to check the importer's bookkeeping without a server.
+    #[derive(Default)]
+    struct Memory {
+        docs: Mutex<HashMap<String, RemoteDoc>>,
+        writes: Mutex<usize>,
+        dim: Mutex<Option<usize>>,
+    }
+
+    #[async_trait]
+    impl RemoteStore for Memory {
+        fn engine(&self) -> &'static str {
+            "memory"
+        }
+        fn collection(&self) -> &str {
+            "c"
+        }
+        async fn health(&self) -> Result<()> {
+            Ok(())
+        }
+        async fn collection_dim(&self) -> Result<Option<usize>> {
+            Ok(*self.dim.lock().unwrap_or_else(|e| e.into_inner()))
+        }
+        async fn ensure_collection(&self, dim: usize) -> Result<()> {
+            let mut d = self.dim.lock().unwrap_or_else(|e| e.into_inner());
+            match *d {
+                Some(found) if found != dim => Err(RemoteError::DimensionMismatch {
+                    engine: "memory",
+                    collection: "c".into(),
+                    expected: dim,
+                    found,
+                }),
+                _ => {
+                    *d = Some(dim);
+                    Ok(())
+                }
+            }
+        }
+        async fn drop_collection(&self) -> Result<()> {
+            Ok(())
+        }
+        async fn existing(&self, ids: &[String]) -> Result<HashMap<String, String>> {
+            let docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(ids.iter().filter_map(|id| docs.get(id).map(|d| (id.clone(), d.hash.clone()))).collect())
+        }
+        async fn upsert(&self, docs: &[RemoteDoc]) -> Result<()> {
+            *self.writes.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+            let mut held = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+            for d in docs {
+                held.insert(d.id.clone(), d.clone());
+            }
+            Ok(())
+        }
+        async fn delete(&self, ids: &[String]) -> Result<u64> {
+            let mut held = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(ids.iter().filter(|id| held.remove(*id).is_some()).count() as u64)
+        }
+        async fn count(&self) -> Result<u64> {
+            Ok(self.docs.lock().unwrap_or_else(|e| e.into_inner()).len() as u64)
+        }
+        async fn search_vector(&self, _: &[f32], _: usize) -> Result<Vec<Passage>> {
+            Ok(Vec::new())
+        }
+    }
+
+    struct Len;
+
+    #[async_trait]
+    impl Embedder for Len {
+        fn model_id(&self) -> &str {
+            "len"
+        }
+        fn dim(&self) -> usize {
+            2
+        }
+        async fn embed(&self, texts: &[String]) -> hopwise_core::Result<Vec<Vec<f32>>> {
+            Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        }
+    }
+
+    fn p(id: &str, text: &str) -> Passage {
+        Passage { id: id.into(), title: "T".into(), text: text.into(), ..Passage::default() }
+    }
+
+    #[tokio::test]
+    async fn batches_skip_unchanged_keep_the_last_duplicate_and_report_progress() {
+        let store = Memory::default();
+        let calls = Mutex::new(Vec::new());
+        let opts = ImportOptions { batch: 2, ..ImportOptions::default() };
+        let input = vec![p("a", "1"), p("b", "2"), p("c", "3"), p("c", "33"), p("d", "4")];
+        let r = import_passages(&store, &Len, input.clone(), opts, &|pr| calls.lock().unwrap().push(pr.seen))
+            .await
+            .unwrap();
+        assert_eq!((r.passages_seen, r.passages_written, r.duplicate_ids, r.collection_count), (5, 4, 1, 4));
+        assert_eq!(*calls.lock().unwrap(), vec![2, 4, 5]);
+        assert_eq!(store.docs.lock().unwrap()["c"].text, "33", "the last copy of an id wins");
+
+        // A re-run writes only what changed.
+        let writes_before = *store.writes.lock().unwrap();
+        let mut changed = input.clone();
+        changed[0].text = "11".into();
+        let r = import_passages(&store, &Len, changed, opts, &|_| {}).await.unwrap();
+        assert_eq!((r.passages_written, r.passages_unchanged, r.collection_count), (1, 3, 4), "only a changed");
+        assert_eq!(*store.writes.lock().unwrap() - writes_before, 1, "unchanged batches are not written");
+
+        // A wrong dimension stops before any embedding.
+        let other = Memory::default();
+        other.ensure_collection(8).await.unwrap();
+        let err = import_passages(&other, &Len, vec![p("x", "y")], opts, &|_| {}).await.unwrap_err();
+        assert!(matches!(err, RemoteError::DimensionMismatch { expected: 2, found: 8, .. }));
+        assert!(matches!(
+            import_passages(&store, &Len, Vec::new(), ImportOptions { batch: 0, ..opts }, &|_| {}).await,
+            Err(RemoteError::Config(_))
+        ));
+    }
+}
