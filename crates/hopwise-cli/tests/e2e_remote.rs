@@ -196,3 +196,60 @@ async fn index_into_typesense_resume_after_kill_and_ask_through_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("typesense") && stderr.contains("unreachable"), "{stderr}");
 }
+
+/// The same path through Milvus (vector only): `index --backend milvus`, then `ask --retriever milvus`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_into_milvus_and_ask_through_it() {
+    let Some(bin) = servers::require("milvus-server") else { return };
+    if !minilm_installed() {
+        return;
+    }
+    let server = servers::MilvusServer::start(&bin).expect("start milvus");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let corpus = tmp.path().join("corpus.jsonl");
+    let rows: Vec<serde_json::Value> =
+        DOCS.iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
+    write_jsonl(&corpus, &rows);
+    let milvus = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
+        for var in [
+            "HOPWISE_CONFIG",
+            "HOPWISE_LLM",
+            "HOPWISE_MODEL",
+            "HOPWISE_INDEX",
+            "HOPWISE_RETRIEVER",
+            "HOPWISE_REMOTE_MODE",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOPWISE_HOME", home()).env("HOPWISE_THREADS", "1").env("HOPWISE_MILVUS_URL", &server.url);
+        cmd.args(args);
+        cmd
+    };
+    let mut cmd = milvus(&["index", "--backend", "milvus", "--collection", "docs", "--json"]);
+    cmd.arg(&corpus);
+    let report = ok_json(&output(cmd).await, "index --backend milvus");
+    assert_eq!(report["passages_written"].as_u64(), Some(7), "{report}");
+    // Milvus counts are eventually consistent; the engine reports the count it saw at the end.
+    assert!(report["collection_count"].as_u64().unwrap_or(0) <= 7, "{report}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let llm = MockOpenAiServer::start(Arc::new(model())).await.expect("mock server");
+    let base = llm.base_url();
+    let ask = |mode: &[&str]| {
+        let mut args = vec!["ask", "How do I make a dessert?", "--strategy", "rtr", "--json", "-k", "2"];
+        args.extend(["--retriever", "milvus", "--collection", "docs", "--base-url", &base, "--model", "scripted"]);
+        args.extend(mode);
+        milvus(&args)
+    };
+    let trace: Trace =
+        serde_json::from_value(ok_json(&output(ask(&[])).await, "ask --retriever milvus")).expect("trace");
+    assert!(trace.answer.contains("whisk eggs"), "milvus: {}", trace.answer);
+    let out = output(ask(&["--remote-mode", "text"])).await;
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no text search"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
