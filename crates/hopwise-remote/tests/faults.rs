@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use hopwise_core::BackendErrorKind;
 use hopwise_remote::servers::free_port;
 use hopwise_remote::{
-    HttpOptions, MilvusConfig, MilvusStore, RemoteError, RemoteStore, TypesenseConfig, TypesenseStore,
+    import_passages, HttpOptions, ImportOptions, MilvusConfig, MilvusStore, OpenSearchConfig, OpenSearchStore,
+    RemoteError, RemoteStore, TypesenseConfig, TypesenseStore,
 };
 
 fn opts(timeout_ms: u64, retries: u32) -> HttpOptions {
@@ -123,4 +124,50 @@ async fn client_errors_are_not_retried_and_garbage_is_an_error_not_a_panic() {
     let milvus = MilvusStore::new(MilvusConfig { http: opts(2000, 0), ..MilvusConfig::new(url, "c") }).expect("store");
     let err = milvus.search_vector(&[0.1, 0.2], 3).await.expect_err("engine error");
     assert!(err.to_string().contains("code 1100: collection not loaded"), "{err}");
+}
+
+struct Two;
+
+#[async_trait::async_trait]
+impl hopwise_core::Embedder for Two {
+    fn model_id(&self) -> &str {
+        "two"
+    }
+    fn dim(&self) -> usize {
+        2
+    }
+    async fn embed(&self, texts: &[String]) -> hopwise_core::Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect())
+    }
+}
+
+/// OpenSearch replies as a real server sends them (no server installs here), in the order an import
+/// asks: server info, mapping (404: no index yet), index creation, `_mget`, `_bulk` with a
+/// per-document error, which must surface as an import error naming the engine's reason.
+#[tokio::test]
+async fn opensearch_bulk_errors_surface_from_recorded_replies() {
+    let (url, hits) = canned(vec![
+        (200, r#"{"name":"n","version":{"distribution":"opensearch","number":"2.11.0"}}"#),
+        (404, r#"{"error":{"type":"index_not_found_exception"},"status":404}"#),
+        (200, r#"{"acknowledged":true,"index":"docs"}"#),
+        (200, r#"{"docs":[{"_index":"docs","_id":"a","found":false}]}"#),
+        (
+            200,
+            r#"{"took":3,"errors":true,"items":[{"index":{"_index":"docs","_id":"a","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [embedding]"}}}]}"#,
+        ),
+    ]);
+    let store = OpenSearchStore::new(OpenSearchConfig {
+        url,
+        authorization: None,
+        index: "docs".into(),
+        http: opts(2000, 0),
+        flavor: None,
+    })
+    .expect("store");
+    let passage = hopwise_core::Passage { id: "a".into(), title: "T".into(), text: "x".into(), ..Default::default() };
+    let err =
+        import_passages(&store, &Two, vec![passage], ImportOptions::default(), &|_| {}).await.expect_err("bulk error");
+    assert!(matches!(err, RemoteError::Import { failed: 1, total: 1, .. }), "{err}");
+    assert!(err.to_string().contains("failed to parse field [embedding]"), "{err}");
+    assert_eq!(hits.load(Ordering::SeqCst), 5);
 }
