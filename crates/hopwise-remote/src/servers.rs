@@ -224,6 +224,7 @@ pub struct MilvusServer {
     pub url: String,
     _forwarder: Forwarder,
     process: ServerProcess,
+    binary: PathBuf,
     _scratch: Scratch,
 }
 
@@ -233,15 +234,27 @@ const MILVUS_INNER_PORT: u16 = 19530;
 impl MilvusServer {
     pub fn start(binary: &Path) -> Result<Self, String> {
         let scratch = Scratch::new("milvus").map_err(|e| e.to_string())?;
+        let (process, forwarder) = Self::launch(binary, &scratch.0)?;
+        Ok(Self {
+            url: format!("http://{}", forwarder.addr),
+            _forwarder: forwarder,
+            process,
+            binary: binary.to_path_buf(),
+            _scratch: scratch,
+        })
+    }
+
+    fn launch(binary: &Path, scratch: &Path) -> Result<(ServerProcess, Forwarder), String> {
         let mut cmd = Command::new("unshare");
         // `unshare` execs the shell in the new namespace, which brings loopback up and execs Milvus:
         // the spawned pid is Milvus's, and /proc/PID/ns/net is the namespace.
         cmd.args(["-n", "sh", "-c", "ip link set lo up && exec \"$0\" --data \"$1\" --proxy-port \"$2\""])
             .arg(binary)
-            .arg(scratch.0.join("data"))
+            .arg(scratch.join("data"))
             .arg(MILVUS_INNER_PORT.to_string());
-        let mut process = ServerProcess::spawn(cmd, scratch.0.join("milvus.log"))
-            .map_err(|e| format!("starting unshare/{}: {e}", binary.display()))?;
+        let log = scratch.join(format!("milvus-{}.log", free_port().unwrap_or(0)));
+        let mut process =
+            ServerProcess::spawn(cmd, log).map_err(|e| format!("starting unshare/{}: {e}", binary.display()))?;
         let pid = process.pid().ok_or("milvus: no pid")?;
         // Give unshare a moment to create the namespace before entering it.
         std::thread::sleep(Duration::from_millis(300));
@@ -258,11 +271,22 @@ impl MilvusServer {
             Duration::from_secs(180),
             || matches!(http_get(addr, "/v1/vector/collections", Duration::from_secs(5)), Ok((200, b)) if b.contains("\"code\":200")),
         )?;
-        Ok(Self { url: format!("http://{addr}"), _forwarder: forwarder, process, _scratch: scratch })
+        Ok((process, forwarder))
     }
 
+    /// Kills Milvus (SIGKILL, as a crash would).
     pub fn kill(&mut self) {
         self.process.kill();
+    }
+
+    /// Starts it again on the same data directory, in a fresh namespace; `url` changes.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.process.kill();
+        let (process, forwarder) = Self::launch(&self.binary, &self._scratch.0)?;
+        self.url = format!("http://{}", forwarder.addr);
+        self.process = process;
+        self._forwarder = forwarder;
+        Ok(())
     }
 }
 

@@ -227,12 +227,14 @@ async fn typesense_refuses_a_collection_with_the_wrong_dimension() {
     assert!(matches!(err, RemoteError::MissingCollection { .. }), "{err}");
 }
 
-/// Milvus takes ~8 s and ~540 MB to start, so one test covers it end to end on one server.
+/// Milvus takes ~8 s and ~540 MB to start, so one test covers it end to end on one server: the
+/// importer aborted midway and resumed, recall, delete/replace, wrong dimension, and the server
+/// SIGKILLed mid-import, restarted on the same data, and the import resumed.
 #[tokio::test]
 async fn milvus_indexes_hotpotqa_agrees_with_dense_and_survives_faults() {
     let Some(bin) = servers::require("milvus-server") else { return };
     let Some(f) = fixture().await else { return };
-    let server = MilvusServer::start(&bin).expect("start milvus");
+    let mut server = MilvusServer::start(&bin).expect("start milvus");
     let n = f.subset.passages.len() as u64;
     let opts = ImportOptions { batch: 32, ..ImportOptions::default() };
 
@@ -294,4 +296,35 @@ async fn milvus_indexes_hotpotqa_agrees_with_dense_and_survives_faults() {
         .err()
         .expect("retriever over an 8-d collection");
     assert!(matches!(err, RemoteError::DimensionMismatch { .. }), "{err}");
+
+    // The server crashes (SIGKILL) mid-import, comes back on the same data, and the import resumes.
+    let crash = milvus_store(&server.url, "crash");
+    let server_slot = std::sync::Mutex::new(Some(&mut server));
+    let result = import_passages(crash.as_ref(), f.embedder.as_ref(), f.subset.passages.clone(), opts, &|p| {
+        if p.seen >= 96 {
+            if let Some(s) = server_slot.lock().ok().and_then(|mut g| g.take()) {
+                s.kill();
+            }
+        }
+    })
+    .await;
+    let err = result.expect_err("the import must fail when the server dies");
+    assert!(err.is_transient(), "{err}");
+    server.restart().expect("restart milvus on the same data");
+    let crash = milvus_store(&server.url, "crash");
+    // After a restart Milvus loads the collection again before it answers queries on it.
+    crash.ensure_collection(f.embedder.dim()).await.expect("the collection loads again");
+    let survived = crash.count().await.expect("count after restart");
+    assert!(survived <= n, "{survived}");
+    let report = import_passages(crash.as_ref(), f.embedder.as_ref(), f.subset.passages.clone(), opts, &|_| {})
+        .await
+        .expect("resume after the crash");
+    assert_eq!(report.passages_unchanged + report.passages_written, n, "{report:?}");
+    assert_eq!(wait_count(crash.as_ref(), n).await, n, "duplicates or losses after the crash ({survived} survived)");
+    let ids: Vec<String> = f.subset.passages.iter().map(|p| p.id.clone()).collect();
+    assert_eq!(crash.existing(&ids).await.expect("existing").len() as u64, n);
+    eprintln!(
+        "milvus crash: {survived} of {n} passages survived the SIGKILL; the resume wrote {}",
+        report.passages_written
+    );
 }
