@@ -1,14 +1,19 @@
 //! Turns configuration into live backends.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use hopwise_config::{Config, LlmConfig};
+use hopwise_config::{Config, LlmConfig, RemoteConfig};
 use hopwise_core::{Embedder, Llm, Prompts, Retriever};
 use hopwise_embed::{embedder_model_dir, MiniLmEmbedder, MiniLmOptions};
 use hopwise_index::{Bm25Retriever, DedupRetriever, DenseRetriever, HybridRetriever, RewriteMethod, RewriteRetriever};
 use hopwise_llama::{LocalConfig, LocalLlm};
 use hopwise_models::OpenAiLlm;
+use hopwise_remote::{
+    HttpOptions, MilvusConfig, MilvusStore, OpenSearchConfig, OpenSearchStore, RemoteRetriever, RemoteStore,
+    SearchMode, TypesenseConfig, TypesenseStore,
+};
 
 /// The configured model backend. `progress` allows progress output on stderr (model loading).
 pub async fn build_llm(config: &Config, progress: bool) -> Result<Arc<dyn Llm>> {
@@ -68,9 +73,9 @@ pub fn require_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
     })
 }
 
-/// The retriever named by config (`retriever`: bm25, dense or hybrid) over the configured index
-/// (`index`, `--index`, or the sample index).
-pub fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
+/// The retriever named by config (`retriever`: bm25, dense or hybrid over the configured index —
+/// `index`, `--index`, or the sample index —, or typesense, milvus, opensearch from `[remote]`).
+pub async fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
     let dir = config.index_dir();
     let bm25 = || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(Bm25Retriever::open(&dir)?)) };
     let dense =
@@ -79,7 +84,56 @@ pub fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
         "bm25" => bm25()?,
         "dense" => dense()?,
         "hybrid" => Arc::new(HybridRetriever::new(bm25()?, dense()?)),
-        other => bail!("unknown retriever `{other}`; choose bm25, dense or hybrid"),
+        engine @ ("typesense" | "milvus" | "opensearch") => {
+            let store = remote_store(config, engine)?;
+            let default_mode = if engine == "milvus" { SearchMode::Vector } else { SearchMode::Hybrid };
+            let mode = config.remote.mode.as_deref().and_then(SearchMode::parse).unwrap_or(default_mode);
+            let embedder = if mode == SearchMode::Text { None } else { Some(require_embedder(config)?) };
+            let retriever = RemoteRetriever::open(store, embedder, mode)
+                .await
+                .with_context(|| format!("opening the {engine} retriever"))?;
+            Arc::new(retriever)
+        }
+        other => bail!("unknown retriever `{other}`; choose bm25, dense, hybrid, typesense, milvus or opensearch"),
+    })
+}
+
+/// A client for the remote engine `engine` as `[remote]`, flags and environment describe it.
+pub fn remote_store(config: &Config, engine: &str) -> Result<Arc<dyn RemoteStore>> {
+    let r = &config.remote;
+    let http = HttpOptions {
+        timeout: Duration::from_secs_f64(r.timeout_secs),
+        retries: r.max_retries,
+        ..HttpOptions::default()
+    };
+    let missing = |flag: &str, var: &str| {
+        anyhow::anyhow!("the {engine} URL is not set; pass {flag}, set {var}, or set it in [remote] of hopwise.toml")
+    };
+    Ok(match engine {
+        "typesense" => {
+            let url = r.typesense_url.clone().ok_or_else(|| missing("--typesense-url", "HOPWISE_TYPESENSE_URL"))?;
+            let api_key = RemoteConfig::secret(&r.typesense_api_key, &r.typesense_api_key_env)?.ok_or_else(|| {
+                anyhow::anyhow!("Typesense needs an API key: set HOPWISE_TYPESENSE_API_KEY, pass --typesense-api-key, or name a variable in [remote] typesense_api_key_env")
+            })?;
+            Arc::new(TypesenseStore::new(TypesenseConfig { url, api_key, collection: r.collection.clone(), http })?)
+        }
+        "milvus" => {
+            let url = r.milvus_url.clone().ok_or_else(|| missing("--milvus-url", "HOPWISE_MILVUS_URL"))?;
+            let token = RemoteConfig::secret(&r.milvus_token, &r.milvus_token_env)?;
+            Arc::new(MilvusStore::new(MilvusConfig { token, http, ..MilvusConfig::new(url, r.collection.clone()) })?)
+        }
+        "opensearch" => {
+            let url = r.opensearch_url.clone().ok_or_else(|| missing("--opensearch-url", "HOPWISE_OPENSEARCH_URL"))?;
+            let authorization = RemoteConfig::secret(&r.opensearch_auth, &r.opensearch_auth_env)?;
+            Arc::new(OpenSearchStore::new(OpenSearchConfig {
+                url,
+                authorization,
+                index: r.collection.clone(),
+                http,
+                flavor: None,
+            })?)
+        }
+        other => bail!("unknown remote engine `{other}`; choose typesense, milvus or opensearch"),
     })
 }
 

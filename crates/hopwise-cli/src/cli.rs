@@ -40,15 +40,67 @@ pub struct GlobalArgs {
     /// Use an OpenAI-compatible server at this URL (e.g. http://127.0.0.1:8000/v1); key from $OPENAI_API_KEY.
     #[arg(long, global = true, env = "HOPWISE_BASE_URL")]
     pub base_url: Option<String>,
-    /// Retrieval backend: bm25, dense (all-MiniLM-L6-v2; needs `hopwise index --dense`) or hybrid (both, fused).
-    #[arg(long, global = true, env = "HOPWISE_RETRIEVER", value_name = "bm25|dense|hybrid")]
+    /// Retrieval backend: bm25, dense (all-MiniLM-L6-v2; needs `hopwise index --dense`), hybrid (both,
+    /// fused), or a remote engine: typesense, milvus, opensearch (see --typesense-url and friends).
+    #[arg(
+        long,
+        global = true,
+        env = "HOPWISE_RETRIEVER",
+        value_name = "bm25|dense|hybrid|typesense|milvus|opensearch"
+    )]
     pub retriever: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// Inference threads for the local model.
     #[arg(long, global = true, env = "HOPWISE_THREADS")]
     pub threads: Option<u32>,
     /// More log output (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// Where the remote retrieval engines are (`[remote]` in hopwise.toml).
+#[derive(Debug, Args)]
+pub struct RemoteArgs {
+    /// Typesense server, e.g. http://127.0.0.1:8108.
+    #[arg(long, global = true, env = "HOPWISE_TYPESENSE_URL")]
+    pub typesense_url: Option<String>,
+    /// Typesense API key (prefer the environment variable: flags show in process lists).
+    #[arg(long, global = true, env = "HOPWISE_TYPESENSE_API_KEY", hide_env_values = true)]
+    pub typesense_api_key: Option<String>,
+    /// Milvus server (its REST API), e.g. http://127.0.0.1:19530.
+    #[arg(long, global = true, env = "HOPWISE_MILVUS_URL")]
+    pub milvus_url: Option<String>,
+    /// Milvus token (`user:password` or an API key).
+    #[arg(long, global = true, env = "HOPWISE_MILVUS_TOKEN", hide_env_values = true)]
+    pub milvus_token: Option<String>,
+    /// OpenSearch or Elasticsearch server, e.g. http://127.0.0.1:9200.
+    #[arg(long, global = true, env = "HOPWISE_OPENSEARCH_URL")]
+    pub opensearch_url: Option<String>,
+    /// The `Authorization` header value for OpenSearch/Elasticsearch (`Basic …`, `ApiKey …`).
+    #[arg(long, global = true, env = "HOPWISE_OPENSEARCH_AUTH", hide_env_values = true)]
+    pub opensearch_auth: Option<String>,
+    /// Collection (Typesense, Milvus) or index (OpenSearch) name; default `hopwise`.
+    #[arg(long, global = true, env = "HOPWISE_REMOTE_COLLECTION")]
+    pub collection: Option<String>,
+    /// How a remote engine answers: text, vector or hybrid (default: hybrid; Milvus: vector).
+    #[arg(long, global = true, env = "HOPWISE_REMOTE_MODE", value_name = "text|vector|hybrid")]
+    pub remote_mode: Option<String>,
+}
+
+impl RemoteArgs {
+    pub fn overrides(&self) -> hopwise_config::RemoteOverrides {
+        hopwise_config::RemoteOverrides {
+            typesense_url: self.typesense_url.clone(),
+            typesense_api_key: self.typesense_api_key.clone(),
+            milvus_url: self.milvus_url.clone(),
+            milvus_token: self.milvus_token.clone(),
+            opensearch_url: self.opensearch_url.clone(),
+            opensearch_auth: self.opensearch_auth.clone(),
+            collection: self.collection.clone(),
+            mode: self.remote_mode.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -161,6 +213,13 @@ pub struct IndexArgs {
     /// Up to this many passages the dense index is searched exactly; above, through an HNSW graph.
     #[arg(long, default_value_t = 20_000)]
     pub exact_threshold: usize,
+    /// Where the passages go: the local index directory, or a remote engine (embedded with
+    /// all-MiniLM-L6-v2, streamed in batches; a re-run resumes, skipping unchanged passages).
+    #[arg(long, default_value = "local", value_name = "local|typesense|milvus|opensearch")]
+    pub backend: String,
+    /// Passages per embedding call and write request for a remote backend.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

@@ -23,7 +23,9 @@ pub enum ConfigError {
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
 /// The retrieval backends `retriever` may name.
-pub const RETRIEVERS: [&str; 3] = ["bm25", "dense", "hybrid"];
+pub const RETRIEVERS: [&str; 6] = ["bm25", "dense", "hybrid", "typesense", "milvus", "opensearch"];
+/// How a remote engine answers (`[remote] mode`).
+pub const REMOTE_MODES: [&str; 3] = ["text", "vector", "hybrid"];
 /// The query rewrites `query_rewrite` may name.
 pub const QUERY_REWRITES: [&str; 3] = ["hyde", "multi-query", "sub-question"];
 
@@ -91,6 +93,122 @@ pub struct Config {
     pub cache: bool,
     /// `hopwise serve`: bind address, auth, limits.
     pub serve: ServeConfig,
+    /// Remote retrieval engines (`retriever = "typesense" | "milvus" | "opensearch"`).
+    pub remote: RemoteConfig,
+}
+
+/// The `[remote]` section: where the remote engines are and how to use them. Secrets are never read
+/// from this file: it names the environment variable holding them (`*_env`); a key given by flag or
+/// `HOPWISE_*` variable overrides that and is never serialised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RemoteConfig {
+    pub typesense_url: Option<String>,
+    pub typesense_api_key_env: Option<String>,
+    #[serde(skip)]
+    pub typesense_api_key: Option<String>,
+    pub milvus_url: Option<String>,
+    pub milvus_token_env: Option<String>,
+    #[serde(skip)]
+    pub milvus_token: Option<String>,
+    pub opensearch_url: Option<String>,
+    /// The NAME of the variable holding the whole `Authorization` header value (`Basic …`, `ApiKey …`).
+    pub opensearch_auth_env: Option<String>,
+    #[serde(skip)]
+    pub opensearch_auth: Option<String>,
+    /// Collection (Typesense, Milvus) or index (OpenSearch) name.
+    pub collection: String,
+    /// `text`, `vector` or `hybrid`; default: hybrid for Typesense and OpenSearch, vector for Milvus.
+    pub mode: Option<String>,
+    /// Limit for one HTTP attempt.
+    pub timeout_secs: f64,
+    /// Retries on connection errors, timeouts, 429 and 5xx.
+    pub max_retries: u32,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        Self {
+            typesense_url: None,
+            typesense_api_key_env: None,
+            typesense_api_key: None,
+            milvus_url: None,
+            milvus_token_env: None,
+            milvus_token: None,
+            opensearch_url: None,
+            opensearch_auth_env: None,
+            opensearch_auth: None,
+            collection: "hopwise".into(),
+            mode: None,
+            timeout_secs: 30.0,
+            max_retries: 3,
+        }
+    }
+}
+
+/// Remote-engine values from flags or `HOPWISE_*` variables.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteOverrides {
+    pub typesense_url: Option<String>,
+    pub typesense_api_key: Option<String>,
+    pub milvus_url: Option<String>,
+    pub milvus_token: Option<String>,
+    pub opensearch_url: Option<String>,
+    pub opensearch_auth: Option<String>,
+    pub collection: Option<String>,
+    pub mode: Option<String>,
+}
+
+impl RemoteConfig {
+    fn apply(&mut self, o: &RemoteOverrides) {
+        let set = |dst: &mut Option<String>, src: &Option<String>| {
+            if let Some(v) = src.as_ref().filter(|v| !v.trim().is_empty()) {
+                *dst = Some(v.clone());
+            }
+        };
+        set(&mut self.typesense_url, &o.typesense_url);
+        set(&mut self.typesense_api_key, &o.typesense_api_key);
+        set(&mut self.milvus_url, &o.milvus_url);
+        set(&mut self.milvus_token, &o.milvus_token);
+        set(&mut self.opensearch_url, &o.opensearch_url);
+        set(&mut self.opensearch_auth, &o.opensearch_auth);
+        set(&mut self.mode, &o.mode);
+        if let Some(c) = o.collection.as_ref().filter(|c| !c.trim().is_empty()) {
+            self.collection = c.clone();
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if let Some(m) = &self.mode {
+            if !REMOTE_MODES.contains(&m.as_str()) {
+                return Err(ConfigError::Invalid(format!(
+                    "remote mode `{m}` is unknown; choose one of {}",
+                    REMOTE_MODES.join(", ")
+                )));
+            }
+        }
+        if self.collection.trim().is_empty() {
+            return Err(ConfigError::Invalid("remote collection name is empty".into()));
+        }
+        if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
+            return Err(ConfigError::Invalid(format!("remote timeout_secs = {} must be positive", self.timeout_secs)));
+        }
+        Ok(())
+    }
+
+    /// A secret given directly, else read from the variable `env_name` names (an error if it is
+    /// named but unset), else `None`.
+    pub fn secret(direct: &Option<String>, env_name: &Option<String>) -> Result<Option<String>> {
+        if let Some(v) = direct {
+            return Ok(Some(v.clone()));
+        }
+        match env_name {
+            None => Ok(None),
+            Some(name) => std::env::var(name).ok().filter(|v| !v.is_empty()).map(Some).ok_or_else(|| {
+                ConfigError::Invalid(format!("the environment variable {name} (named in [remote]) is not set"))
+            }),
+        }
+    }
 }
 
 /// The `[serve]` section. Environment variables (`HOPWISE_SERVE_*`) and `hopwise serve` flags override it.
@@ -211,6 +329,7 @@ impl Default for Config {
             prompts_file: None,
             cache: false,
             serve: ServeConfig::default(),
+            remote: RemoteConfig::default(),
         }
     }
 }
@@ -234,6 +353,7 @@ pub struct Overrides {
     pub k: Option<usize>,
     pub threads: Option<u32>,
     pub r_max: Option<u32>,
+    pub remote: RemoteOverrides,
 }
 
 impl Config {
@@ -269,7 +389,9 @@ impl Config {
     }
 
     /// Environment variables: `HOPWISE_HOME`, `HOPWISE_LLM`, `HOPWISE_MODEL`, `HOPWISE_BASE_URL`,
-    /// `HOPWISE_INDEX`, `HOPWISE_RETRIEVER`, `HOPWISE_STRATEGY`, `HOPWISE_THREADS`.
+    /// `HOPWISE_INDEX`, `HOPWISE_RETRIEVER`, `HOPWISE_STRATEGY`, `HOPWISE_THREADS`, and for remote engines
+    /// `HOPWISE_{TYPESENSE_URL,TYPESENSE_API_KEY,MILVUS_URL,MILVUS_TOKEN,OPENSEARCH_URL,OPENSEARCH_AUTH}`,
+    /// `HOPWISE_REMOTE_COLLECTION`, `HOPWISE_REMOTE_MODE`.
     pub fn env_overrides() -> Result<Overrides> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let threads = match var("HOPWISE_THREADS") {
@@ -291,6 +413,16 @@ impl Config {
             k: None,
             threads,
             r_max: None,
+            remote: RemoteOverrides {
+                typesense_url: var("HOPWISE_TYPESENSE_URL"),
+                typesense_api_key: var("HOPWISE_TYPESENSE_API_KEY"),
+                milvus_url: var("HOPWISE_MILVUS_URL"),
+                milvus_token: var("HOPWISE_MILVUS_TOKEN"),
+                opensearch_url: var("HOPWISE_OPENSEARCH_URL"),
+                opensearch_auth: var("HOPWISE_OPENSEARCH_AUTH"),
+                collection: var("HOPWISE_REMOTE_COLLECTION"),
+                mode: var("HOPWISE_REMOTE_MODE"),
+            },
         })
     }
 
@@ -343,6 +475,7 @@ impl Config {
         if let Some(r) = o.r_max {
             self.budget.r_max = r;
         }
+        self.remote.apply(&o.remote);
         self.validate()
     }
 
@@ -370,6 +503,7 @@ impl Config {
                 )));
             }
         }
+        self.remote.validate()?;
         if self.k == 0 || self.k > 100 {
             return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
         }
@@ -425,6 +559,39 @@ pub fn default_home() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn remote_section_layers_file_then_overrides_and_never_serialises_keys() {
+        let mut c = Config::from_toml(
+            "retriever = \"typesense\"\n[remote]\ntypesense_url = \"http://a:1\"\ntypesense_api_key_env = \"TS_KEY_FOR_TEST\"\ncollection = \"c1\"",
+        )
+        .unwrap();
+        assert_eq!(c.remote.typesense_url.as_deref(), Some("http://a:1"));
+        let o = Overrides {
+            remote: RemoteOverrides {
+                typesense_url: Some("http://b:2".into()),
+                typesense_api_key: Some("secret-key".into()),
+                mode: Some("text".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        c.apply(&o).unwrap();
+        assert_eq!(c.remote.typesense_url.as_deref(), Some("http://b:2"));
+        assert_eq!(c.remote.collection, "c1");
+        assert_eq!(
+            RemoteConfig::secret(&c.remote.typesense_api_key, &c.remote.typesense_api_key_env).unwrap().as_deref(),
+            Some("secret-key")
+        );
+        assert!(!toml::to_string(&c).unwrap().contains("secret-key"));
+        assert!(RemoteConfig::secret(&None, &Some("HOPWISE_SURELY_UNSET_VAR".into())).is_err());
+        let bad = Overrides {
+            remote: RemoteOverrides { mode: Some("fuzzy".into()), ..Default::default() },
+            ..Default::default()
+        };
+        assert!(c.apply(&bad).is_err());
+        assert!(Config::from_toml("[remote]\ntimeout_secs = 0.0").is_err());
+    }
+
     use super::*;
 
     #[test]

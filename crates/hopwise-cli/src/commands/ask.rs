@@ -38,7 +38,7 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
     let strategy = strategy::build(&name, &options)?;
 
     // Open the index before loading the model, so a missing index fails fast.
-    let base = if strategy.needs_retriever() { Some(backends::open_retriever(&config)?) } else { None };
+    let base = if strategy.needs_retriever() { Some(backends::open_retriever(&config).await?) } else { None };
     let llm = backends::build_llm(&config, !args.json).await?;
     let prompts = Arc::new(config.prompts()?);
     let retriever = match base {

@@ -36,7 +36,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     let retriever: Option<Arc<dyn Retriever>> = if args.context {
         None
     } else {
-        Some(backends::with_query_rewrite(&config, backends::open_retriever(&config)?, &llm, &prompts)?)
+        Some(backends::with_query_rewrite(&config, backends::open_retriever(&config).await?, &llm, &prompts)?)
     };
     let embedder =
         if strategies.iter().any(|s| s.starts_with("hgot")) { backends::installed_embedder(&config)? } else { None };

@@ -2,15 +2,20 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use hopwise_config::Config;
 use hopwise_index::{build_dense, build_index, ChunkOptions, DenseOptions, IndexOptions, IndexProgressBar};
 use indicatif::{ProgressBar, ProgressStyle};
+
+use hopwise_remote::{import_corpus, ImportOptions};
 
 use crate::backends;
 use crate::cli::IndexArgs;
 
 pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
+    if args.backend != "local" {
+        return remote(config, args).await;
+    }
     let dir = args.index.clone().unwrap_or_else(|| config.index_dir());
     let opts = IndexOptions {
         chunking: ChunkOptions { window_tokens: args.chunk_tokens, overlap_tokens: args.overlap },
@@ -84,6 +89,56 @@ pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
                 if d.ann { "HNSW" } else { "exact" }
             );
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--backend typesense|milvus|opensearch`: streams the corpus into the engine in batches.
+async fn remote(config: &Config, args: IndexArgs) -> Result<ExitCode> {
+    if !["typesense", "milvus", "opensearch"].contains(&args.backend.as_str()) {
+        bail!("unknown backend `{}`; choose local, typesense, milvus or opensearch", args.backend);
+    }
+    if args.dense {
+        bail!("--dense builds the local dense index; a remote backend always stores embeddings");
+    }
+    let store = backends::remote_store(config, &args.backend)?;
+    let embedder = backends::require_embedder(config)?;
+    let chunking = ChunkOptions { window_tokens: args.chunk_tokens, overlap_tokens: args.overlap };
+    let opts = ImportOptions { batch: args.batch, ..ImportOptions::default() };
+    let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {bytes}/{total_bytes} read, {msg}, eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(args.backend.clone());
+    let report = import_corpus(store.as_ref(), embedder.as_ref(), &args.paths, chunking, opts, &|p| {
+        bar.set_length(p.bytes_total);
+        bar.set_position(p.bytes_read);
+        bar.set_message(format!("{} passages ({} written, {} unchanged)", p.seen, p.written, p.skipped));
+    })
+    .await
+    .with_context(|| format!("indexing into {} collection `{}`", args.backend, store.collection()))?;
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for issue in &report.issues {
+            eprintln!("warning: {issue}");
+        }
+        println!(
+            "indexed {} passages from {} documents into {} collection `{}` in {:.1} s ({} written, {} unchanged; embedding {:.1} s, writing {:.1} s; {} in the collection)",
+            report.passages_seen,
+            report.documents,
+            report.engine,
+            report.collection,
+            report.seconds,
+            report.passages_written,
+            report.passages_unchanged,
+            report.embed_seconds,
+            report.write_seconds,
+            report.collection_count
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -25,6 +25,7 @@ pub fn load_config(global: &GlobalArgs) -> Result<Config> {
         base_url: global.base_url.clone(),
         threads: global.threads,
         retriever: global.retriever.clone(),
+        remote: global.remote.overrides(),
         ..Default::default()
     })?;
     Ok(config)

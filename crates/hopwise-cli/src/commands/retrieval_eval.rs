@@ -38,7 +38,7 @@ pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode
         dataset.examples.truncate(limit);
     }
     // Open the index before loading a model, so a missing index fails fast.
-    let retriever = backends::open_retriever(&config)?;
+    let retriever = backends::open_retriever(&config).await?;
     let llm: Arc<dyn Llm> = if methods.iter().all(|m| *m == QueryMethod::Native) {
         // The native query calls no model; none is loaded.
         Arc::new(ScriptedLlm::new())

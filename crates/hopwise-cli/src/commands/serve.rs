@@ -25,7 +25,7 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
     hopwise_reason::strategy::resolve(&config.strategy, args.run.no_retrieval)?;
     let token = config.serve.token()?;
 
-    let retriever = if args.run.no_retrieval { None } else { Some(backends::open_retriever(&config)?) };
+    let retriever = if args.run.no_retrieval { None } else { Some(backends::open_retriever(&config).await?) };
     let llm = backends::build_llm(&config, true).await?;
     let defaults = Defaults {
         strategy: config.strategy.clone(),

@@ -1,0 +1,255 @@
+//! End to end through the `hopwise` binary against a real Typesense server started on 127.0.0.1:
+//! `index --backend typesense` (streamed, batched; killed with SIGKILL midway and resumed without
+//! duplicates or loss), then `ask --retriever typesense` in hybrid, vector and text modes through the
+//! mock OpenAI server, and a clear error when the engine is down. Needs the server venv
+//! (`scripts/servers.sh install`) and all-MiniLM-L6-v2: skipped when missing, a failure under CI.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hopwise_core::scripted::ScriptedLlm;
+use hopwise_core::Trace;
+use hopwise_models::testing::MockOpenAiServer;
+use hopwise_remote::servers::{self, TypesenseServer};
+use hopwise_remote::{RemoteStore, TypesenseConfig, TypesenseStore};
+
+fn home() -> PathBuf {
+    std::env::var_os("HOPWISE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/hopwise"))
+}
+
+fn minilm_installed() -> bool {
+    let ok = home().join("models/all-minilm-l6-v2/model.safetensors").is_file();
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "CI: all-MiniLM-L6-v2 is not installed");
+        eprintln!("skipped: all-MiniLM-L6-v2 is not installed; run `hopwise setup --fetch all-minilm-l6-v2`");
+    }
+    ok
+}
+
+fn hopwise(server: &TypesenseServer) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
+    for var in
+        ["HOPWISE_CONFIG", "HOPWISE_LLM", "HOPWISE_MODEL", "HOPWISE_INDEX", "HOPWISE_RETRIEVER", "HOPWISE_REMOTE_MODE"]
+    {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOPWISE_HOME", home())
+        .env("HOPWISE_THREADS", "1")
+        .env("HOPWISE_TYPESENSE_URL", &server.url)
+        .env("HOPWISE_TYPESENSE_API_KEY", &server.api_key);
+    cmd
+}
+
+async fn output(mut cmd: std::process::Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("run hopwise")).await.expect("join")
+}
+
+fn ok_json(out: &Output, what: &str) -> serde_json::Value {
+    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e})"))
+}
+
+fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {
+    let text: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    std::fs::write(path, text.join("\n")).expect("write jsonl");
+}
+
+const DOCS: [(&str, &str, &str); 7] = [
+    ("rush", "Rush (band)", "Rush was a Canadian rock band formed in Toronto in 1968."),
+    (
+        "peart",
+        "Neil Peart",
+        "Neil Peart was the drummer and lyricist of Rush, inducted into the Modern Drummer Hall of Fame.",
+    ),
+    (
+        "counterparts",
+        "Counterparts (album)",
+        "Counterparts is the fifteenth studio album by the Canadian rock band Rush.",
+    ),
+    ("toronto", "Toronto", "Toronto is the capital city of the province of Ontario."),
+    ("cake", "Sponge cake", "To bake a sponge you whisk eggs, sugar and flour, then heat the batter in an oven."),
+    ("moon", "Moon", "The Moon orbits the Earth and reflects sunlight."),
+    ("contract", "Contract", "A contract is an agreement that a court will enforce."),
+];
+
+fn model() -> ScriptedLlm {
+    ScriptedLlm::new()
+        .on_fn("Use the passages", |prompt, _| {
+            if prompt.contains("fifteenth studio album by the Canadian rock band Rush") {
+                "Answer: Rush".into()
+            } else if prompt.contains("whisk eggs") {
+                "Answer: whisk eggs, sugar and flour and bake".into()
+            } else {
+                "Answer: unknown".into()
+            }
+        })
+        .fallback("Answer: unknown")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_into_typesense_resume_after_kill_and_ask_through_it() {
+    let Some(bin) = servers::require("typesense-server") else { return };
+    if !minilm_installed() {
+        return;
+    }
+    let server = TypesenseServer::start(&bin).expect("start typesense");
+    let tmp = tempfile::tempdir().expect("tempdir");
+
+    // A larger corpus, killed midway: the first 160 paragraphs of the sample corpus, 4 per batch.
+    let big = tmp.path().join("big.jsonl");
+    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/corpus.jsonl"));
+    {
+        let Ok(source) = source else { panic!("data/sample/corpus.jsonl is missing from the repository") };
+        let lines: Vec<&str> = source.lines().take(160).collect();
+        std::fs::write(&big, lines.join("\n")).expect("write big corpus");
+        let n = lines.len() as u64;
+        let store = TypesenseStore::new(TypesenseConfig {
+            url: server.url.clone(),
+            api_key: server.api_key.clone(),
+            collection: "big".into(),
+            http: Default::default(),
+        })
+        .expect("store");
+        let mut cmd = hopwise(&server);
+        cmd.args(["index", "--backend", "typesense", "--collection", "big", "--batch", "4", "--json"]).arg(&big);
+        cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        let mut child = cmd.spawn().expect("spawn hopwise index");
+        let started = Instant::now();
+        let mut before_kill = 0;
+        while started.elapsed() < Duration::from_secs(120) {
+            before_kill = store.count().await.unwrap_or(0);
+            if before_kill >= 24 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        child.kill().expect("SIGKILL hopwise index");
+        let _ = child.wait();
+        let partial = store.count().await.expect("count");
+        assert!(partial >= 24 && partial < n, "killed at {before_kill}, {partial} stored of {n}");
+
+        let mut cmd = hopwise(&server);
+        cmd.args(["index", "--backend", "typesense", "--collection", "big", "--batch", "16", "--json"]).arg(&big);
+        let report = ok_json(&output(cmd).await, "index (resume)");
+        // Long documents are chunked, so there are more passages than lines.
+        let passages = report["passages_seen"].as_u64().unwrap_or(0);
+        assert!(passages >= n, "{report}");
+        assert_eq!(report["passages_unchanged"].as_u64(), Some(partial), "{report}");
+        assert_eq!(report["passages_written"].as_u64(), Some(passages - partial), "{report}");
+        assert_eq!(report["collection_count"].as_u64(), Some(passages), "duplicates or losses: {report}");
+    }
+
+    // The small corpus, for asking.
+    let corpus = tmp.path().join("corpus.jsonl");
+    let rows: Vec<serde_json::Value> =
+        DOCS.iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
+    write_jsonl(&corpus, &rows);
+    let mut cmd = hopwise(&server);
+    cmd.args(["index", "--backend", "typesense", "--json"]).arg(&corpus);
+    let report = ok_json(&output(cmd).await, "index --backend typesense");
+    assert_eq!(
+        (report["passages_written"].as_u64(), report["collection_count"].as_u64()),
+        (Some(7), Some(7)),
+        "{report}"
+    );
+    assert_eq!(report["collection"], "hopwise");
+
+    let llm = MockOpenAiServer::start(Arc::new(model())).await.expect("mock server");
+    let ask = |question: &str, mode: &str| {
+        let mut cmd = hopwise(&server);
+        cmd.args(["ask", question, "--strategy", "rtr", "--json", "-k", "2", "--retriever", "typesense"]).args([
+            "--base-url",
+            &llm.base_url(),
+            "--model",
+            "scripted",
+        ]);
+        if !mode.is_empty() {
+            cmd.args(["--remote-mode", mode]);
+        }
+        cmd
+    };
+    let trace: Trace = serde_json::from_value(ok_json(
+        &output(ask("Which band released the album Counterparts?", "")).await,
+        "ask hybrid",
+    ))
+    .expect("trace");
+    assert_eq!(trace.answer, "Rush");
+    // No content word shared with the cake passage: only the embedding finds it.
+    let question = "How do I make a dessert?";
+    let trace: Trace =
+        serde_json::from_value(ok_json(&output(ask(question, "vector")).await, "ask vector")).expect("trace");
+    assert!(trace.answer.contains("whisk eggs"), "vector: {}", trace.answer);
+    let trace: Trace =
+        serde_json::from_value(ok_json(&output(ask(question, "text")).await, "ask text")).expect("trace");
+    assert_eq!(trace.answer, "unknown", "text search cannot find it");
+
+    // The engine down: a clear error before any model call.
+    let port = servers::free_port().expect("port");
+    let mut cmd = ask("Which band released the album Counterparts?", "");
+    cmd.env("HOPWISE_TYPESENSE_URL", format!("http://127.0.0.1:{port}"));
+    let out = output(cmd).await;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("typesense") && stderr.contains("unreachable"), "{stderr}");
+}
+
+/// The same path through Milvus (vector only): `index --backend milvus`, then `ask --retriever milvus`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_into_milvus_and_ask_through_it() {
+    let Some(bin) = servers::require("milvus-server") else { return };
+    if !minilm_installed() {
+        return;
+    }
+    let server = servers::MilvusServer::start(&bin).expect("start milvus");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let corpus = tmp.path().join("corpus.jsonl");
+    let rows: Vec<serde_json::Value> =
+        DOCS.iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
+    write_jsonl(&corpus, &rows);
+    let milvus = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
+        for var in [
+            "HOPWISE_CONFIG",
+            "HOPWISE_LLM",
+            "HOPWISE_MODEL",
+            "HOPWISE_INDEX",
+            "HOPWISE_RETRIEVER",
+            "HOPWISE_REMOTE_MODE",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOPWISE_HOME", home()).env("HOPWISE_THREADS", "1").env("HOPWISE_MILVUS_URL", &server.url);
+        cmd.args(args);
+        cmd
+    };
+    let mut cmd = milvus(&["index", "--backend", "milvus", "--collection", "docs", "--json"]);
+    cmd.arg(&corpus);
+    let report = ok_json(&output(cmd).await, "index --backend milvus");
+    assert_eq!(report["passages_written"].as_u64(), Some(7), "{report}");
+    // Milvus counts are eventually consistent; the engine reports the count it saw at the end.
+    assert!(report["collection_count"].as_u64().unwrap_or(0) <= 7, "{report}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let llm = MockOpenAiServer::start(Arc::new(model())).await.expect("mock server");
+    let base = llm.base_url();
+    let ask = |mode: &[&str]| {
+        let mut args = vec!["ask", "How do I make a dessert?", "--strategy", "rtr", "--json", "-k", "2"];
+        args.extend(["--retriever", "milvus", "--collection", "docs", "--base-url", &base, "--model", "scripted"]);
+        args.extend(mode);
+        milvus(&args)
+    };
+    let trace: Trace =
+        serde_json::from_value(ok_json(&output(ask(&[])).await, "ask --retriever milvus")).expect("trace");
+    assert!(trace.answer.contains("whisk eggs"), "milvus: {}", trace.answer);
+    let out = output(ask(&["--remote-mode", "text"])).await;
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no text search"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
