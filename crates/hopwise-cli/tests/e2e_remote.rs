@@ -4,31 +4,17 @@
 //! mock OpenAI server, and a clear error when the engine is down. Needs the server venv
 //! (`scripts/servers.sh install`) and all-MiniLM-L6-v2: skipped when missing, a failure under CI.
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{home, minilm_installed, ok_json, output, write_jsonl};
 use hopwise_core::scripted::ScriptedLlm;
 use hopwise_core::Trace;
 use hopwise_models::testing::MockOpenAiServer;
 use hopwise_remote::servers::{self, TypesenseServer};
 use hopwise_remote::{RemoteStore, TypesenseConfig, TypesenseStore};
-
-fn home() -> PathBuf {
-    std::env::var_os("HOPWISE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/hopwise"))
-}
-
-fn minilm_installed() -> bool {
-    let ok = home().join("models/all-minilm-l6-v2/model.safetensors").is_file();
-    if !ok {
-        assert!(std::env::var_os("CI").is_none(), "CI: all-MiniLM-L6-v2 is not installed");
-        eprintln!("skipped: all-MiniLM-L6-v2 is not installed; run `hopwise setup --fetch all-minilm-l6-v2`");
-    }
-    ok
-}
 
 fn hopwise(server: &TypesenseServer) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
@@ -42,20 +28,6 @@ fn hopwise(server: &TypesenseServer) -> std::process::Command {
         .env("HOPWISE_TYPESENSE_URL", &server.url)
         .env("HOPWISE_TYPESENSE_API_KEY", &server.api_key);
     cmd
-}
-
-async fn output(mut cmd: std::process::Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().expect("run hopwise")).await.expect("join")
-}
-
-fn ok_json(out: &Output, what: &str) -> serde_json::Value {
-    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e})"))
-}
-
-fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {
-    let text: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
-    std::fs::write(path, text.join("\n")).expect("write jsonl");
 }
 
 const DOCS: [(&str, &str, &str); 7] = [

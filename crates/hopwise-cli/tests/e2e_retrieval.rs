@@ -4,33 +4,14 @@
 //! evidence), and `retrieval-eval` scores a tiny dataset. Needs all-MiniLM-L6-v2: skipped with the
 //! reason printed when it is not installed, a failure under CI (env `CI` set).
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+mod common;
+
 use std::sync::Arc;
 
+use common::{home, minilm_installed, ok_json, output, write_jsonl};
 use hopwise_core::scripted::ScriptedLlm;
 use hopwise_core::Trace;
 use hopwise_models::testing::MockOpenAiServer;
-
-fn home() -> PathBuf {
-    std::env::var_os("HOPWISE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/hopwise"))
-}
-
-fn minilm_installed() -> bool {
-    let dir = home().join("models/all-minilm-l6-v2");
-    let ok = ["model.safetensors", "tokenizer.json", "config.json"].iter().all(|f| dir.join(f).is_file());
-    if !ok {
-        let reason = format!(
-            "all-MiniLM-L6-v2 is not installed in {}; run `hopwise setup --fetch all-minilm-l6-v2`",
-            dir.display()
-        );
-        assert!(std::env::var_os("CI").is_none(), "CI: {reason}");
-        eprintln!("skipped: {reason}");
-    }
-    ok
-}
 
 fn hopwise() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
@@ -42,20 +23,6 @@ fn hopwise() -> std::process::Command {
         .env("HOPWISE_HOME", home())
         .env("HOPWISE_THREADS", "1");
     cmd
-}
-
-async fn output(mut cmd: std::process::Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().expect("run hopwise")).await.expect("join")
-}
-
-fn ok_json(out: &Output, what: &str) -> serde_json::Value {
-    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e})"))
-}
-
-fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {
-    let text: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
-    std::fs::write(path, text.join("\n")).expect("write jsonl");
 }
 
 const DOCS: [(&str, &str, &str); 8] = [

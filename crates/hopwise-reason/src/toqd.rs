@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::executor::{ChildGraph, Dag, GraphObserver, NodeOutcome, NodeTask, Phase};
 use crate::parse::{self, GraphNode, Topology};
 use crate::strategy::{Answer, Strategy};
+use crate::uncertainty;
 
 /// ToQD switches. The four `false`-able steps are the paper's ablations.
 #[derive(Debug, Clone, Deserialize)]
@@ -100,6 +101,41 @@ fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> 
         .collect()
 }
 
+/// Word-set Jaccard at or above which a sub-question counts as a restatement.
+const RESTATEMENT_JACCARD: f64 = 0.8;
+
+/// Drops sub-questions that restate the question being decomposed or an earlier sub-question: each
+/// would cost a node (and its verification calls) without narrowing anything. Keeps the first item
+/// when all of them are restatements, so a question too simple to split still gets its one node.
+fn drop_restatements(items: Vec<String>, question: &str, stage: &str, ctx: &Ctx) -> Vec<String> {
+    let mut kept: Vec<String> = Vec::with_capacity(items.len());
+    let mut dropped = Vec::new();
+    for item in items {
+        let restated = if uncertainty::jaccard(&item, question) >= RESTATEMENT_JACCARD {
+            Some("the question itself")
+        } else if kept.iter().any(|k| uncertainty::jaccard(&item, k) >= RESTATEMENT_JACCARD) {
+            Some("an earlier sub-question")
+        } else {
+            None
+        };
+        match restated {
+            Some(what) => dropped.push((item, what)),
+            None => kept.push(item),
+        }
+    }
+    if kept.is_empty() && !dropped.is_empty() {
+        kept.push(dropped.remove(0).0);
+    }
+    for (item, what) in dropped {
+        ctx.rec.repair(Repair {
+            stage: stage.to_string(),
+            rule: "drop_restated_subquestion".into(),
+            detail: format!("{} (restates {what})", hopwise_core::text::truncate_words(&item, 12)),
+        });
+    }
+    kept
+}
+
 /// A plan: sub-questions and their topology.
 struct Plan {
     questions: Vec<String>,
@@ -130,7 +166,8 @@ impl Toqd {
         let reply = ctx
             .chat("decompose", node, decompose_prompt, self.structured_params(ctx, grammars::NUMBERED_QUESTIONS))
             .await?;
-        let mut questions = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
+        let listed = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
+        let mut questions = drop_restatements(listed, question, &stage, ctx);
         if questions.is_empty() {
             ctx.rec.repair(Repair {
                 stage,

@@ -128,6 +128,37 @@ async fn a_yes_summary_to_a_yes_no_question_stands() {
 }
 
 #[tokio::test]
+async fn sub_questions_that_restate_the_question_or_each_other_are_dropped() {
+    let question = "Which Canadian rock band released Counterparts and had a Hall of Fame drummer?";
+    let critiqued = Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = critiqued.clone();
+    let llm = ScriptedLlm::new()
+        .on(
+            DECOMPOSE,
+            &format!(
+                "1. Which band released the song Counterparts?\n2. {question}\n3. Who was the drummer of that band?\n\
+                 4. Who was the drummer of that band then?"
+            ),
+        )
+        .on_fn(CRITIQUE, move |prompt, _| {
+            *seen.lock().expect("lock") = prompt.to_string();
+            "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?".into()
+        })
+        .on(CONSTRUCT, "1 -> 2\n2 -> Q")
+        .on(REWRITE, "Who was the drummer of Rush?")
+        .on_fn(SELF_VERIFY, |p, _| if p.contains("Counterparts") { "Rush".into() } else { "NO!".into() })
+        .on(WITH_CONTEXT, "Neil Peart")
+        .on(SUMMARY, "Answer: Rush");
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let prompt = critiqued.lock().expect("lock").clone();
+    assert!(prompt.contains("2. Who was the drummer of that band?"), "{prompt}");
+    assert!(!prompt.contains("\n3. "), "two restatements dropped before the critique: {prompt}");
+    let rules: Vec<&str> = t.repairs.iter().map(|r| r.rule.as_str()).collect();
+    assert_eq!(rules.iter().filter(|r| **r == "drop_restated_subquestion").count(), 2, "{rules:?}");
+    assert_eq!(t.answer, "Rush");
+}
+
+#[tokio::test]
 async fn unanswerable_node_is_decomposed_into_a_child_graph() {
     let llm = ScriptedLlm::new()
         .on(DECOMPOSE_NODE, "1. Who is the drummer of Rush?\n2. Which hall of fame inducted him?")
