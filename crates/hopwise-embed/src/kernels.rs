@@ -1,7 +1,7 @@
 //! The few numeric kernels a BERT encoder needs, on plain `f32` slices.
 //!
 //! Matrix products go through `matrixmultiply` (runtime-dispatched AVX2/FMA kernels, no C build);
-//! it measured faster than `gemm` on this machine's shapes (see BENCH_embed.md).
+//! it measured faster than `gemm` on this machine's shapes (see BENCHMARKS.md).
 
 /// A strided read-only view of a row-major-ish matrix: element (r, c) is `data[r * row_stride + c * col_stride]`.
 #[derive(Clone, Copy)]

@@ -14,7 +14,7 @@ use crate::layout::{self, analyzer, corrupt, Fields, IndexMeta};
 
 /// Weight of a query term found in the title relative to one found in the text. The title is its
 /// own (short, so strongly length-normalised) field, so a title match already scores well; on the
-/// shared QA data any boost above 1 lowered top-5 supporting-paragraph recall (BENCH_index.md).
+/// shared QA data any boost above 1 lowered top-5 supporting-paragraph recall (BENCHMARKS.md).
 pub const DEFAULT_TITLE_BOOST: f32 = 1.0;
 
 /// Distinct query terms beyond this many are ignored, so a pasted document cannot build a huge query.
@@ -162,7 +162,7 @@ impl Retriever for Bm25Retriever {
     }
 
     /// Searches on the calling task: a BM25 query over a local index takes well under a
-    /// millisecond (see BENCH_index.md), less than handing it to a blocking thread would cost.
+    /// millisecond (BENCHMARKS.md), less than handing it to a blocking thread would cost.
     async fn retrieve(&self, query: &str, k: usize) -> hopwise_core::Result<Vec<Passage>> {
         Ok(self.search(query, k)?)
     }
