@@ -136,7 +136,14 @@ fn hgot_with_the_local_model_records_hierarchy_votes_and_passage_scores() {
         }
         let ci = root.extra[stage]["confidence"].as_f64().expect("CI");
         assert!((0.0..=1.0).contains(&ci), "{ci}");
-        assert!(root.extra[stage]["votes"].as_array().is_some_and(|v| !v.is_empty()));
+        // The vote table counts the samples that gave an answer; a small model's samples may give
+        // none, and which ones do varies with how concurrent requests were batched.
+        let votes = root.extra[stage]["votes"].as_array().expect("vote table");
+        let answered = samples
+            .iter()
+            .filter(|s| !hopwise_core::text::normalize_answer(s["answer"].as_str().unwrap_or("")).is_empty())
+            .count();
+        assert_eq!(votes.is_empty(), answered == 0, "{}", root.extra);
     }
     // Steps hang below the question at layer 1 and name it as the node they decompose.
     for step in trace.nodes.iter().filter(|n| n.id != "Q") {
