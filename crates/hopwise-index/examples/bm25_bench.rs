@@ -3,7 +3,8 @@
 //! Indexes every `*_corpus.jsonl` in the data folder (`HOPWISE_DATA_DIR`, default `../shared/data`
 //! from the workspace root) into a temporary directory, then runs a top-5 query for every question of
 //! hotpotqa, 2wikimultihopqa and musique on one thread: one untimed warm-up pass, then `ROUNDS`
-//! timed passes. Prints indexing passages/s, query latency p50/p99 and queries/s, plus recall@5 of
+//! timed passes. Prints indexing passages/s, query latency p50/p99 and queries/s, the ratio against
+//! tantivy's own query path (`search_reference`) in interleaved passes, plus recall@5 of
 //! supporting-paragraph titles as a sanity check that the queries retrieve something sensible.
 //!
 //! `cargo run --release -p hopwise-index --example bm25_bench [-- --title-boost 1.2]`
@@ -102,10 +103,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             latencies_us.len() as f64 / cpu_s
         );
     }
+    compare_with_reference(&retriever, &questions)?;
     for (name, (hit, total)) in QA_FILES.iter().zip(&hits_per_dataset) {
         println!(
             "  {name}: {hit}/{total} questions with a supporting paragraph in the top {K} ({:.1}%)",
             100.0 * *hit as f64 / (*total).max(1) as f64
+        );
+    }
+    Ok(())
+}
+
+/// `search` against tantivy's own query path (`search_reference`) in this process: `ROUNDS` pairs of
+/// passes, the two alternating so machine noise hits both alike. Also counts questions whose top-k
+/// scores differ (they should not, beyond float summation order).
+fn compare_with_reference(retriever: &Bm25Retriever, questions: &[Question]) -> Result<(), Box<dyn std::error::Error>> {
+    let mut differing = 0;
+    for q in questions {
+        let fast: Vec<f32> = retriever.search(&q.text, K)?.iter().map(|p| p.score).collect();
+        let reference: Vec<f32> = retriever.search_reference(&q.text, K)?.iter().map(|p| p.score).collect();
+        let same = fast.len() == reference.len()
+            && fast.iter().zip(&reference).all(|(a, b)| (a - b).abs() <= 1e-4 * b.abs().max(1.0));
+        differing += usize::from(!same);
+    }
+    let (mut fast_cpu, mut reference_cpu) = (0.0, 0.0);
+    for _ in 0..ROUNDS {
+        for (reference, total) in [(false, &mut fast_cpu), (true, &mut reference_cpu)] {
+            let before = thread_cpu_seconds().unwrap_or(0.0);
+            for q in questions {
+                let passages =
+                    if reference { retriever.search_reference(&q.text, K)? } else { retriever.search(&q.text, K)? };
+                std::hint::black_box(passages);
+            }
+            *total += thread_cpu_seconds().unwrap_or(0.0) - before;
+        }
+    }
+    let queries = (questions.len() * ROUNDS) as f64;
+    if fast_cpu > 0.0 && reference_cpu > 0.0 {
+        println!(
+            "  vs tantivy's own union query, interleaved: {:.0} vs {:.0} queries per CPU-second = {:.2}x; \
+             top-{K} scores differ on {differing} of {} questions",
+            queries / fast_cpu,
+            queries / reference_cpu,
+            reference_cpu / fast_cpu,
+            questions.len()
         );
     }
     Ok(())

@@ -27,6 +27,7 @@ pub mod fusion;
 pub mod layout;
 pub mod progress;
 pub mod rewrite;
+mod score;
 
 pub use bm25::{Bm25Retriever, DEFAULT_TITLE_BOOST};
 pub use build::{build_index, IndexOptions, IndexPhase, IndexProgress, IndexReport};
