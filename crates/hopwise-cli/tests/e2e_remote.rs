@@ -9,57 +9,16 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{home, minilm_installed, ok_json, output, write_jsonl};
-use hopwise_core::scripted::ScriptedLlm;
+use common::{hopwise_command, minilm_installed, ok_json, output, scripted_model as model, write_jsonl, DOCS};
 use hopwise_core::Trace;
 use hopwise_models::testing::MockOpenAiServer;
 use hopwise_remote::servers::{self, TypesenseServer};
 use hopwise_remote::{RemoteStore, TypesenseConfig, TypesenseStore};
 
 fn hopwise(server: &TypesenseServer) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
-    for var in
-        ["HOPWISE_CONFIG", "HOPWISE_LLM", "HOPWISE_MODEL", "HOPWISE_INDEX", "HOPWISE_RETRIEVER", "HOPWISE_REMOTE_MODE"]
-    {
-        cmd.env_remove(var);
-    }
-    cmd.env("HOPWISE_HOME", home())
-        .env("HOPWISE_THREADS", "1")
-        .env("HOPWISE_TYPESENSE_URL", &server.url)
-        .env("HOPWISE_TYPESENSE_API_KEY", &server.api_key);
+    let mut cmd = hopwise_command();
+    cmd.env("HOPWISE_TYPESENSE_URL", &server.url).env("HOPWISE_TYPESENSE_API_KEY", &server.api_key);
     cmd
-}
-
-const DOCS: [(&str, &str, &str); 7] = [
-    ("rush", "Rush (band)", "Rush was a Canadian rock band formed in Toronto in 1968."),
-    (
-        "peart",
-        "Neil Peart",
-        "Neil Peart was the drummer and lyricist of Rush, inducted into the Modern Drummer Hall of Fame.",
-    ),
-    (
-        "counterparts",
-        "Counterparts (album)",
-        "Counterparts is the fifteenth studio album by the Canadian rock band Rush.",
-    ),
-    ("toronto", "Toronto", "Toronto is the capital city of the province of Ontario."),
-    ("cake", "Sponge cake", "To bake a sponge you whisk eggs, sugar and flour, then heat the batter in an oven."),
-    ("moon", "Moon", "The Moon orbits the Earth and reflects sunlight."),
-    ("contract", "Contract", "A contract is an agreement that a court will enforce."),
-];
-
-fn model() -> ScriptedLlm {
-    ScriptedLlm::new()
-        .on_fn("Use the passages", |prompt, _| {
-            if prompt.contains("fifteenth studio album by the Canadian rock band Rush") {
-                "Answer: Rush".into()
-            } else if prompt.contains("whisk eggs") {
-                "Answer: whisk eggs, sugar and flour and bake".into()
-            } else {
-                "Answer: unknown".into()
-            }
-        })
-        .fallback("Answer: unknown")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,7 +77,7 @@ async fn index_into_typesense_resume_after_kill_and_ask_through_it() {
     // The small corpus, for asking.
     let corpus = tmp.path().join("corpus.jsonl");
     let rows: Vec<serde_json::Value> =
-        DOCS.iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
+        DOCS[..7].iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
     write_jsonl(&corpus, &rows);
     let mut cmd = hopwise(&server);
     cmd.args(["index", "--backend", "typesense", "--json"]).arg(&corpus);
@@ -180,21 +139,11 @@ async fn index_into_milvus_and_ask_through_it() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let corpus = tmp.path().join("corpus.jsonl");
     let rows: Vec<serde_json::Value> =
-        DOCS.iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
+        DOCS[..7].iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
     write_jsonl(&corpus, &rows);
     let milvus = |args: &[&str]| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
-        for var in [
-            "HOPWISE_CONFIG",
-            "HOPWISE_LLM",
-            "HOPWISE_MODEL",
-            "HOPWISE_INDEX",
-            "HOPWISE_RETRIEVER",
-            "HOPWISE_REMOTE_MODE",
-        ] {
-            cmd.env_remove(var);
-        }
-        cmd.env("HOPWISE_HOME", home()).env("HOPWISE_THREADS", "1").env("HOPWISE_MILVUS_URL", &server.url);
+        let mut cmd = hopwise_command();
+        cmd.env("HOPWISE_MILVUS_URL", &server.url);
         cmd.args(args);
         cmd
     };

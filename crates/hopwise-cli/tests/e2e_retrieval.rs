@@ -8,56 +8,11 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{home, minilm_installed, ok_json, output, write_jsonl};
-use hopwise_core::scripted::ScriptedLlm;
+use common::{
+    hopwise_command as hopwise, minilm_installed, ok_json, output, scripted_model as model, write_jsonl, DOCS,
+};
 use hopwise_core::Trace;
 use hopwise_models::testing::MockOpenAiServer;
-
-fn hopwise() -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
-    cmd.env_remove("HOPWISE_CONFIG")
-        .env_remove("HOPWISE_LLM")
-        .env_remove("HOPWISE_MODEL")
-        .env_remove("HOPWISE_INDEX")
-        .env_remove("HOPWISE_RETRIEVER")
-        .env("HOPWISE_HOME", home())
-        .env("HOPWISE_THREADS", "1");
-    cmd
-}
-
-const DOCS: [(&str, &str, &str); 8] = [
-    ("rush", "Rush (band)", "Rush was a Canadian rock band formed in Toronto in 1968."),
-    (
-        "peart",
-        "Neil Peart",
-        "Neil Peart was the drummer and lyricist of Rush, inducted into the Modern Drummer Hall of Fame.",
-    ),
-    (
-        "counterparts",
-        "Counterparts (album)",
-        "Counterparts is the fifteenth studio album by the Canadian rock band Rush.",
-    ),
-    ("toronto", "Toronto", "Toronto is the capital city of the province of Ontario."),
-    ("cake", "Sponge cake", "To bake a sponge you whisk eggs, sugar and flour, then heat the batter in an oven."),
-    ("moon", "Moon", "The Moon orbits the Earth and reflects sunlight."),
-    ("contract", "Contract", "A contract is an agreement that a court will enforce."),
-    ("river", "Danube", "The Danube flows through ten countries into the Black Sea."),
-];
-
-fn model() -> ScriptedLlm {
-    ScriptedLlm::new()
-        .on_fn("Use the passages", |prompt, _| {
-            if prompt.contains("fifteenth studio album by the Canadian rock band Rush") {
-                "Answer: Rush".into()
-            } else if prompt.contains("whisk eggs") {
-                "Answer: whisk eggs, sugar and flour and bake".into()
-            } else {
-                "Answer: unknown".into()
-            }
-        })
-        .on("Write a short passage", "A sponge cake is a dessert baked from eggs, sugar and flour.")
-        .fallback("Answer: unknown")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_dense_then_ask_hybrid_and_retrieval_eval() {

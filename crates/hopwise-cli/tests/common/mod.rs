@@ -5,10 +5,25 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use hopwise_core::scripted::ScriptedLlm;
+
 pub fn home() -> PathBuf {
     std::env::var_os("HOPWISE_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/hopwise"))
+}
+
+/// The real binary with the user's hopwise settings removed from its environment, the test's data
+/// directory and one inference thread.
+pub fn hopwise_command() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
+    for var in
+        ["HOPWISE_CONFIG", "HOPWISE_LLM", "HOPWISE_MODEL", "HOPWISE_INDEX", "HOPWISE_RETRIEVER", "HOPWISE_REMOTE_MODE"]
+    {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOPWISE_HOME", home()).env("HOPWISE_THREADS", "1");
+    cmd
 }
 
 pub fn minilm_installed() -> bool {
@@ -37,4 +52,41 @@ pub fn ok_json(out: &Output, what: &str) -> serde_json::Value {
 pub fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {
     let text: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
     std::fs::write(path, text.join("\n")).expect("write jsonl");
+}
+
+/// A small corpus: three passages about Rush, a recipe and four unrelated facts.
+pub const DOCS: [(&str, &str, &str); 8] = [
+    ("rush", "Rush (band)", "Rush was a Canadian rock band formed in Toronto in 1968."),
+    (
+        "peart",
+        "Neil Peart",
+        "Neil Peart was the drummer and lyricist of Rush, inducted into the Modern Drummer Hall of Fame.",
+    ),
+    (
+        "counterparts",
+        "Counterparts (album)",
+        "Counterparts is the fifteenth studio album by the Canadian rock band Rush.",
+    ),
+    ("toronto", "Toronto", "Toronto is the capital city of the province of Ontario."),
+    ("cake", "Sponge cake", "To bake a sponge you whisk eggs, sugar and flour, then heat the batter in an oven."),
+    ("moon", "Moon", "The Moon orbits the Earth and reflects sunlight."),
+    ("contract", "Contract", "A contract is an agreement that a court will enforce."),
+    ("river", "Danube", "The Danube flows through ten countries into the Black Sea."),
+];
+
+/// Answers the two questions the corpus supports (Rush, the sponge cake) when their passages are in
+/// the prompt, and writes a HyDE passage.
+pub fn scripted_model() -> ScriptedLlm {
+    ScriptedLlm::new()
+        .on_fn("Use the passages", |prompt, _| {
+            if prompt.contains("fifteenth studio album by the Canadian rock band Rush") {
+                "Answer: Rush".into()
+            } else if prompt.contains("whisk eggs") {
+                "Answer: whisk eggs, sugar and flour and bake".into()
+            } else {
+                "Answer: unknown".into()
+            }
+        })
+        .on("Write a short passage", "A sponge cake is a dessert baked from eggs, sugar and flour.")
+        .fallback("Answer: unknown")
 }
