@@ -100,6 +100,8 @@ impl Bm25Retriever {
             return Ok(Vec::new());
         }
         let searcher = self.reader.searcher();
+        // A caller's k (an API field, say) can be anything; no more than every passage can come back.
+        let k = k.min(usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX));
         let fields = [
             WeightedField { field: self.fields.text, boost: 1.0 },
             WeightedField { field: self.fields.title, boost: self.title_boost },
@@ -129,6 +131,7 @@ impl Bm25Retriever {
             }
         }
         let searcher = self.reader.searcher();
+        let k = k.min(usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX)).max(1);
         let hits = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(k))?;
         self.passages(&searcher, hits)
     }

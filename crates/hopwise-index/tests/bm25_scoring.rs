@@ -89,6 +89,10 @@ fn term_at_a_time_scoring_matches_tantivys_query_path() {
         found += usize::from(!retriever.search(&question, 5).expect("search").is_empty());
     }
     assert!(found >= 60, "the sample questions should find passages ({found})");
+    // A k far beyond the index size returns every match instead of reserving room for k.
+    let all = retriever.search("drummer", usize::MAX).expect("huge k");
+    assert_eq!(all.len(), retriever.search_reference("drummer", usize::MAX).expect("huge k").len());
+    assert!(!all.is_empty() && all.len() as u64 <= retriever.len());
 }
 
 #[test]
