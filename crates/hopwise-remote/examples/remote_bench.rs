@@ -77,13 +77,12 @@ fn row(name: &str, index_s: Option<f64>, n: usize, lat: (f64, f64, f64), overhea
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let questions = arg("--questions", 100);
     let passes = arg("--passes", 3);
-    let Some(model) = minilm() else { return };
+    let Some(model) = minilm() else { return Ok(()) };
     let Some(subset) = hotpotqa_subset(questions) else {
-        eprintln!("HotpotQA data not found under {}", data_dir().display());
-        return;
+        return Err(format!("HotpotQA data not found under {}", data_dir().display()).into());
     };
     let n = subset.passages.len();
     let embedder = table_embedder(&subset, model).await;
@@ -96,7 +95,7 @@ async fn main() {
     println!("|---|---:|---:|---:|---:|---:|");
 
     // Embedded: BM25 (tantivy) and the exact dense scan, built from the same passages.
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir()?;
     let t = Instant::now();
     let (bm25, dense) = embedded_retrievers(&subset, embedder.clone(), dir.path()).await;
     let build_s = t.elapsed().as_secs_f64();
@@ -105,20 +104,15 @@ async fn main() {
 
     let opts = ImportOptions { batch: 64, ..ImportOptions::default() };
     if let Some(bin) = servers::require("typesense-server") {
-        let server = TypesenseServer::start(&bin).expect("start typesense");
-        let store = Arc::new(
-            TypesenseStore::new(TypesenseConfig {
-                url: server.url.clone(),
-                api_key: server.api_key.clone(),
-                collection: "bench".into(),
-                http: Default::default(),
-            })
-            .expect("store"),
-        );
+        let server = TypesenseServer::start(&bin)?;
+        let store = Arc::new(TypesenseStore::new(TypesenseConfig {
+            url: server.url.clone(),
+            api_key: server.api_key.clone(),
+            collection: "bench".into(),
+            http: Default::default(),
+        })?);
         let t = Instant::now();
-        import_passages(store.as_ref(), embedder.as_ref(), subset.passages.clone(), opts, &|_| {})
-            .await
-            .expect("import");
+        import_passages(store.as_ref(), embedder.as_ref(), subset.passages.clone(), opts, &|_| {}).await?;
         let secs = t.elapsed().as_secs_f64();
         let rt = round_trip(store.as_ref(), 200).await;
         for (mode, label) in [
@@ -126,20 +120,16 @@ async fn main() {
             (SearchMode::Text, "typesense text"),
             (SearchMode::Hybrid, "typesense hybrid"),
         ] {
-            let r = RemoteRetriever::open(store.clone(), Some(embedder.clone() as Arc<dyn Embedder>), mode)
-                .await
-                .expect("open");
+            let r = RemoteRetriever::open(store.clone(), Some(embedder.clone() as Arc<dyn Embedder>), mode).await?;
             let index_s = (mode == SearchMode::Vector).then_some(secs);
             row(label, index_s, n, latency(&r, &subset, passes).await, Some(rt));
         }
     }
     if let Some(bin) = servers::require("milvus-server") {
-        let server = MilvusServer::start(&bin).expect("start milvus");
-        let store = Arc::new(MilvusStore::new(MilvusConfig::new(server.url.clone(), "bench")).expect("store"));
+        let server = MilvusServer::start(&bin)?;
+        let store = Arc::new(MilvusStore::new(MilvusConfig::new(server.url.clone(), "bench"))?);
         let t = Instant::now();
-        import_passages(store.as_ref(), embedder.as_ref(), subset.passages.clone(), opts, &|_| {})
-            .await
-            .expect("import");
+        import_passages(store.as_ref(), embedder.as_ref(), subset.passages.clone(), opts, &|_| {}).await?;
         let secs = t.elapsed().as_secs_f64();
         // Searches see rows once Milvus has them counted (its reads are eventually consistent).
         let started = Instant::now();
@@ -149,8 +139,7 @@ async fn main() {
         let visible = started.elapsed().as_secs_f64();
         let rt = round_trip(store.as_ref(), 200).await;
         let r = RemoteRetriever::open(store.clone(), Some(embedder.clone() as Arc<dyn Embedder>), SearchMode::Vector)
-            .await
-            .expect("open");
+            .await?;
         row(
             "milvus vector (HNSW, through the netns forwarder)",
             Some(secs),
@@ -164,4 +153,5 @@ async fn main() {
             store.index_description().await.unwrap_or_default()
         );
     }
+    Ok(())
 }
