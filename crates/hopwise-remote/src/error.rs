@@ -36,6 +36,15 @@ pub enum RemoteError {
 }
 
 impl RemoteError {
+    /// `Ok` when a collection holding `found`-d vectors fits an embedder making `expected`-d ones.
+    pub(crate) fn check_dim(engine: &'static str, collection: &str, expected: usize, found: usize) -> Result<(), Self> {
+        if expected == found {
+            Ok(())
+        } else {
+            Err(Self::DimensionMismatch { engine, collection: collection.into(), expected, found })
+        }
+    }
+
     /// The coarse kind used by retry policy and by the shared error type.
     pub fn kind(&self) -> BackendErrorKind {
         match self {

@@ -224,14 +224,7 @@ impl RemoteStore for MilvusStore {
 
     async fn ensure_collection(&self, dim: usize) -> Result<()> {
         if let Some(found) = self.collection_dim().await? {
-            if found != dim {
-                return Err(RemoteError::DimensionMismatch {
-                    engine: ENGINE,
-                    collection: self.config.collection.clone(),
-                    expected: dim,
-                    found,
-                });
-            }
+            RemoteError::check_dim(ENGINE, &self.config.collection, dim, found)?;
             return self.wait_loaded().await;
         }
         let body = json!({

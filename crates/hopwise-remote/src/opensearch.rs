@@ -176,15 +176,7 @@ impl RemoteStore for OpenSearchStore {
 
     async fn ensure_collection(&self, dim: usize) -> Result<()> {
         if let Some(found) = self.collection_dim().await? {
-            if found != dim {
-                return Err(RemoteError::DimensionMismatch {
-                    engine: ENGINE,
-                    collection: self.index.clone(),
-                    expected: dim,
-                    found,
-                });
-            }
-            return Ok(());
+            return RemoteError::check_dim(ENGINE, &self.index, dim, found);
         }
         let flavor = self.flavor().await?;
         let mut body = json!({

@@ -76,14 +76,7 @@ impl RemoteRetriever {
             }
             Some(found) => {
                 if let (true, Some(e)) = (needs_vectors, &embedder) {
-                    if e.dim() != found {
-                        return Err(RemoteError::DimensionMismatch {
-                            engine: store.engine(),
-                            collection: store.collection().to_string(),
-                            expected: e.dim(),
-                            found,
-                        });
-                    }
+                    RemoteError::check_dim(store.engine(), store.collection(), e.dim(), found)?;
                 }
             }
         }

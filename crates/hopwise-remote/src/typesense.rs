@@ -131,7 +131,7 @@ impl RemoteStore for TypesenseStore {
 
     async fn ensure_collection(&self, dim: usize) -> Result<()> {
         if let Some(found) = self.collection_dim().await? {
-            return check_dim(&self.collection, dim, found);
+            return RemoteError::check_dim(ENGINE, &self.collection, dim, found);
         }
         let schema = json!({
             "name": self.collection,
@@ -149,7 +149,7 @@ impl RemoteStore for TypesenseStore {
         if status == 409 {
             // Created concurrently by another importer: check it instead.
             if let Some(found) = self.collection_dim().await? {
-                return check_dim(&self.collection, dim, found);
+                return RemoteError::check_dim(ENGINE, &self.collection, dim, found);
             }
         }
         Ok(())
@@ -321,14 +321,6 @@ fn keywords(query: &str) -> String {
         query.trim().to_string()
     } else {
         words.join(" ")
-    }
-}
-
-fn check_dim(collection: &str, expected: usize, found: usize) -> Result<()> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(RemoteError::DimensionMismatch { engine: ENGINE, collection: collection.into(), expected, found })
     }
 }
 
