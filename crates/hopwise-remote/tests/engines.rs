@@ -87,6 +87,27 @@ fn typesense_store(server: &TypesenseServer, collection: &str) -> Arc<TypesenseS
     )
 }
 
+/// Imports the fixture's passages into `store`, calling `kill` (once) when `after` passages have
+/// been seen, and returns the error the import must then end with.
+async fn import_until_killed(
+    store: &dyn RemoteStore,
+    f: &Fixture,
+    opts: ImportOptions,
+    after: u64,
+    kill: impl FnOnce() + Send,
+) -> RemoteError {
+    let kill = std::sync::Mutex::new(Some(kill));
+    let result = import_passages(store, f.embedder.as_ref(), f.subset.passages.clone(), opts, &|p| {
+        if p.seen >= after {
+            if let Some(kill) = kill.lock().ok().and_then(|mut k| k.take()) {
+                kill();
+            }
+        }
+    })
+    .await;
+    result.expect_err("the import must fail when the server dies")
+}
+
 fn milvus_store(url: &str, collection: &str) -> Arc<MilvusStore> {
     Arc::new(
         MilvusStore::new(MilvusConfig { http: quick_http(), ..MilvusConfig::new(url, collection) })
@@ -187,16 +208,7 @@ async fn typesense_killed_mid_import_resumes_without_duplicates_or_loss() {
     let opts = ImportOptions { batch: 16, ..ImportOptions::default() };
 
     // The server dies (SIGKILL) after the third batch; the import must fail with a clear error.
-    let server_ptr = std::sync::Mutex::new(Some(&mut server));
-    let result = import_passages(store.as_ref(), f.embedder.as_ref(), f.subset.passages.clone(), opts, &|p| {
-        if p.seen >= 48 {
-            if let Some(s) = server_ptr.lock().ok().and_then(|mut g| g.take()) {
-                s.kill();
-            }
-        }
-    })
-    .await;
-    let err = result.expect_err("the import must fail when the server dies");
+    let err = import_until_killed(store.as_ref(), &f, opts, 48, || server.kill()).await;
     assert!(matches!(err, RemoteError::Unreachable { .. }), "{err}");
     assert!(err.to_string().contains("unreachable"), "{err}");
 
@@ -299,16 +311,7 @@ async fn milvus_indexes_hotpotqa_agrees_with_dense_and_survives_faults() {
 
     // The server crashes (SIGKILL) mid-import, comes back on the same data, and the import resumes.
     let crash = milvus_store(&server.url, "crash");
-    let server_slot = std::sync::Mutex::new(Some(&mut server));
-    let result = import_passages(crash.as_ref(), f.embedder.as_ref(), f.subset.passages.clone(), opts, &|p| {
-        if p.seen >= 96 {
-            if let Some(s) = server_slot.lock().ok().and_then(|mut g| g.take()) {
-                s.kill();
-            }
-        }
-    })
-    .await;
-    let err = result.expect_err("the import must fail when the server dies");
+    let err = import_until_killed(crash.as_ref(), &f, opts, 96, || server.kill()).await;
     assert!(err.is_transient(), "{err}");
     server.restart().expect("restart milvus on the same data");
     let crash = milvus_store(&server.url, "crash");
