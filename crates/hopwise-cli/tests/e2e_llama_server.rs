@@ -4,40 +4,19 @@
 //! it. Assertions are on protocol and trace structure, never on the model's wording. Skipped when
 //! the venv or the model is missing; under CI that is a failure.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 
+use common::{home, hopwise_command as hopwise, sample_index};
 use hopwise_core::{Decision, EventKind, Trace};
 use hopwise_remote::servers::{self, LlamaServer};
 
 const QUESTION: &str = "Which Canadian rock band released a song called \"Counterparts\" and had a drummer who was inducted into the Modern Drummer Hall of Fame?";
 
-fn home() -> PathBuf {
-    std::env::var_os("HOPWISE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/hopwise"))
-}
-
 fn missing(why: &str) {
     assert!(std::env::var_os("CI").is_none(), "CI: {why}");
     eprintln!("skipped: {why}");
-}
-
-fn hopwise() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hopwise"));
-    for var in ["HOPWISE_CONFIG", "HOPWISE_LLM", "HOPWISE_BASE_URL", "HOPWISE_MODEL", "HOPWISE_RETRIEVER"] {
-        cmd.env_remove(var);
-    }
-    cmd.env("HOPWISE_HOME", home()).env("HOPWISE_THREADS", "1");
-    cmd
-}
-
-fn sample_index(dir: &Path) -> PathBuf {
-    let index = dir.join("index");
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample/corpus.jsonl");
-    let out = hopwise().args(["index", "--json", "--index"]).arg(&index).arg(&corpus).output().expect("index");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    index
 }
 
 #[test]

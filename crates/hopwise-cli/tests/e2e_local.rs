@@ -4,23 +4,18 @@
 //!
 //! Needs the model installed (`hopwise setup --fetch qwen2.5-0.5b`, which `scripts/test.sh` runs).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::sync::Mutex;
 
+use common::{hopwise_command as hopwise, sample_index};
 use hopwise_core::{Decision, EventKind, Trace};
 
 /// Model tests run one at a time (1 inference thread each), even under `--test-threads 2`.
 static MODEL: Mutex<()> = Mutex::new(());
 
 const QUESTION: &str = "Which Canadian rock band released a song called \"Counterparts\" and had a drummer who was inducted into the Modern Drummer Hall of Fame?";
-
-fn sample_index(dir: &Path) -> PathBuf {
-    let index = dir.join("index");
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample/corpus.jsonl");
-    let out = hopwise().args(["index", "--json", "--index"]).arg(&index).arg(&corpus).output().expect("index");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    index
-}
 
 /// `hopwise ask QUESTION --strategy S --model qwen2.5-0.5b --json` plus `extra` flags; the trace.
 fn ask_local(index: &Path, strategy: &str, extra: &[&str]) -> Trace {
@@ -41,15 +36,6 @@ fn evidence_is_from_the_sample(trace: &Trace) {
     for p in trace.evidence() {
         assert!(p.id.starts_with("hotpotqa-s") || p.id.starts_with("2wikimultihopqa-s"), "{}", p.id);
     }
-}
-
-fn hopwise() -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
-    cmd.env_remove("HOPWISE_CONFIG")
-        .env_remove("HOPWISE_LLM")
-        .env_remove("HOPWISE_BASE_URL")
-        .env("HOPWISE_THREADS", "1");
-    cmd
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Helpers shared by the end-to-end tests that run the real binary with the sentence embedder
-//! (e2e_retrieval, e2e_remote).
+//! Helpers shared by the end-to-end tests that run the real binary (e2e_local, e2e_llama_server,
+//! e2e_retrieval, e2e_remote).
 #![allow(dead_code)] // each test file uses its own subset
 
 use std::path::{Path, PathBuf};
@@ -17,13 +17,30 @@ pub fn home() -> PathBuf {
 /// directory and one inference thread.
 pub fn hopwise_command() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
-    for var in
-        ["HOPWISE_CONFIG", "HOPWISE_LLM", "HOPWISE_MODEL", "HOPWISE_INDEX", "HOPWISE_RETRIEVER", "HOPWISE_REMOTE_MODE"]
-    {
+    for var in [
+        "HOPWISE_CONFIG",
+        "HOPWISE_LLM",
+        "HOPWISE_BASE_URL",
+        "HOPWISE_MODEL",
+        "HOPWISE_INDEX",
+        "HOPWISE_RETRIEVER",
+        "HOPWISE_STRATEGY",
+        "HOPWISE_REMOTE_MODE",
+        "HOPWISE_REMOTE_COLLECTION",
+    ] {
         cmd.env_remove(var);
     }
     cmd.env("HOPWISE_HOME", home()).env("HOPWISE_THREADS", "1");
     cmd
+}
+
+/// A BM25 index of the repository's sample corpus, built by the real binary in `dir/index`.
+pub fn sample_index(dir: &Path) -> PathBuf {
+    let index = dir.join("index");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample/corpus.jsonl");
+    let out = hopwise_command().args(["index", "--json", "--index"]).arg(&index).arg(&corpus).output().expect("index");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    index
 }
 
 pub fn minilm_installed() -> bool {
