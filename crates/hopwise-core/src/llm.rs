@@ -124,6 +124,14 @@ pub trait Llm: Send + Sync {
     /// A short name for traces and errors, e.g. `openai:gpt-4o-mini` or `local:qwen2.5-1.5b`.
     fn name(&self) -> &str;
 
+    /// Everything about this backend that can change its reply to the same request: backend kind,
+    /// server address, model, the model file's identity, sampler settings. Call caches and evaluation
+    /// fingerprints key on it, so two servers that share a model name never share results.
+    /// Defaults to [`Llm::name`], which suffices only for backends whose name says all of that.
+    fn identity(&self) -> String {
+        self.name().to_string()
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
 }
 
@@ -131,6 +139,9 @@ pub trait Llm: Send + Sync {
 impl<T: Llm + ?Sized> Llm for std::sync::Arc<T> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn identity(&self) -> String {
+        (**self).identity()
     }
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).chat(request).await

@@ -110,7 +110,7 @@ pub async fn run_eval(
 
     let out = config.out_dir.clone();
     std::fs::create_dir_all(&out).map_err(|e| EvalError::Write { path: out.clone(), source: e })?;
-    check_run_dir(&out, &config.fingerprint())?;
+    check_run_dir(&out, &config.fingerprint()?)?;
     let (mut log, finished) = ResultsLog::open(&out.join("results.jsonl"))?;
     let finished: HashMap<RecordKey, f64> = finished.iter().map(|r| (r.key(), r.metrics.accuracy)).collect();
 

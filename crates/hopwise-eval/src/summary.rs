@@ -182,11 +182,10 @@ pub fn render_markdown(s: &Summary) -> String {
     if let Some(c) = &s.config {
         let _ = writeln!(
             out,
-            "Model `{}`, retriever `{}`, k = {}, prompts `{}`.\n",
+            "Model `{}`, retriever `{}`, k = {}.\n",
             c.model,
             c.retriever.as_deref().unwrap_or("none"),
             c.k,
-            c.prompts_hash
         );
     }
     let _ = writeln!(out, "## Accuracy\n");

@@ -106,6 +106,8 @@ pub struct Generation {
 /// share one prompt evaluation (its KV cache is copied to `n` sequences decoded in one batch).
 pub struct LocalLlm {
     name: String,
+    /// See [`crate::setup::file_identity`].
+    file_identity: String,
     info: ModelInfo,
     config: LocalConfig,
     jobs: mpsc::Sender<Job>,
@@ -123,8 +125,9 @@ impl LocalLlm {
         let path = path.as_ref().to_path_buf();
         gguf::validate(&path)?;
         let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+        let file_identity = crate::setup::file_identity(&path);
         let (jobs, info) = engine::spawn(path, &config)?;
-        Ok(Self { name: format!("local:{stem}"), info, config, jobs })
+        Ok(Self { name: format!("local:{stem}"), file_identity, info, config, jobs })
     }
 
     /// Resolves a registry name or a GGUF path with [`crate::ensure_model`] (fetching a named model
@@ -179,6 +182,11 @@ impl LocalLlm {
 impl Llm for LocalLlm {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The model file's contents and the settings that shape every reply (context size, top-k).
+    fn identity(&self) -> String {
+        format!("local model={} n_ctx={} top_k={}", self.file_identity, self.info.n_ctx, self.config.top_k)
     }
 
     async fn chat(&self, request: &ChatRequest) -> hopwise_core::Result<ChatResponse> {

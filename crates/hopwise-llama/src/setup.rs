@@ -113,6 +113,25 @@ pub fn ensure_model_with(
     Ok(path)
 }
 
+/// What identifies the contents of the GGUF at `path` without reading it: the sha256 that `hopwise
+/// setup` verified and stamped beside a packaged model (the same on every machine, so committed
+/// evaluation runs resume anywhere), else the file's size and modification time.
+pub fn file_identity(path: &Path) -> String {
+    let size = fs::metadata(path).map(|meta| meta.len()).unwrap_or(0);
+    let verified = registry::known_models().into_iter().find(|model| {
+        model.size == size && fs::read_to_string(stamp_path(path)).is_ok_and(|stamp| stamp.trim() == model.sha256)
+    });
+    if let Some(model) = verified {
+        return format!("sha256:{}", model.sha256);
+    }
+    let mtime = fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |elapsed| elapsed.as_secs());
+    format!("size:{size},mtime:{mtime}")
+}
+
 fn stamp_path(path: &Path) -> PathBuf {
     with_suffix(path, ".sha256")
 }
@@ -368,6 +387,22 @@ impl Assembly {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A packaged model is identified by its verified sha256 wherever it lies (so committed evaluation
+    /// runs resume on another machine); any other file by size and modification time.
+    #[test]
+    fn file_identity_uses_the_stamped_sha_of_a_known_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let smol = registry::find("smollm2-135m").unwrap();
+        let path = dir.path().join("copy.gguf");
+        File::create(&path).unwrap().set_len(smol.size).unwrap();
+        assert!(file_identity(&path).starts_with("size:98362432,mtime:"), "{}", file_identity(&path));
+        fs::write(stamp_path(&path), smol.sha256).unwrap();
+        assert_eq!(file_identity(&path), format!("sha256:{}", smol.sha256));
+        // A stamp that does not fit the file's size is not trusted.
+        File::create(&path).unwrap().set_len(smol.size - 1).unwrap();
+        assert!(file_identity(&path).starts_with("size:98362431,"));
+    }
 
     #[test]
     fn wheel_names_are_normalized() {

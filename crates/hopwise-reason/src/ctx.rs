@@ -50,6 +50,8 @@ pub struct Ctx {
     /// Set when the model backend failed in a way that will not heal within this question
     /// (unreachable, rejected, persistently failing after its own retries): later calls fail fast.
     backend_down: std::sync::OnceLock<String>,
+    /// Templates rendered so far (checked against `Strategy::templates` by tests).
+    rendered: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Ctx {
@@ -68,6 +70,7 @@ impl Ctx {
             expansions: AtomicU32::new(0),
             llm_calls: AtomicU64::new(0),
             backend_down: std::sync::OnceLock::new(),
+            rendered: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 
@@ -104,7 +107,13 @@ impl Ctx {
 
     /// Fills a prompt template.
     pub fn render(&self, template: &str, vars: &[(&str, &str)]) -> Result<String> {
+        self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(template.to_string());
         Ok(self.prompts.render(template, vars)?)
+    }
+
+    /// The names of the templates this context has rendered.
+    pub fn rendered_templates(&self) -> Vec<String> {
+        self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect()
     }
 
     /// Sends one user prompt (after the configured system message) and meters the call.

@@ -20,6 +20,9 @@ pub struct Answer {
 #[async_trait]
 pub trait Strategy: Send + Sync {
     fn name(&self) -> &str;
+    /// The prompt templates the strategy may render (besides `system`, which every call sends), so an
+    /// evaluation can tell whether a changed template touches its results.
+    fn templates(&self) -> &'static [&'static str];
     /// Whether the strategy cannot run without a retriever.
     fn needs_retriever(&self) -> bool;
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer>;
@@ -157,5 +160,42 @@ mod registry_tests {
         assert_eq!(resolve("direct", true).ok().as_deref(), Some("direct"), "never retrieves anyway");
         assert!(matches!(resolve("rtr", true), Err(ReasonError::InvalidOption(_))));
         assert!(matches!(resolve("nope", false), Err(ReasonError::UnknownStrategy(_))));
+    }
+
+    /// Each strategy, run on a few scripted replies that walk its main paths, renders only templates it
+    /// declares (the evaluation fingerprint hashes exactly those).
+    #[tokio::test]
+    async fn strategies_render_only_the_templates_they_declare() {
+        use std::sync::Arc;
+
+        use hopwise_core::scripted::{ScriptedLlm, StaticRetriever};
+        use hopwise_core::{Passage, Prompts, Recorder};
+
+        let passages = vec![Passage {
+            id: "p1".into(),
+            title: "Jaws".into(),
+            text: "Jaws was directed by Steven Spielberg.".into(),
+            ..Default::default()
+        }];
+        let scripts = [
+            ScriptedLlm::new(),
+            ScriptedLlm::new().fallback("1. Who directed Jaws?\n2. When was he born?\n1 -> 2\n2 -> Q\nAnswer: Spielberg"),
+            ScriptedLlm::new().fallback("Follow up: Who directed Jaws?\nSo the final answer is: Spielberg.\nStep 1: Who directed Jaws? [1]\nAnswer: Spielberg"),
+        ];
+        for (name, _) in CATALOG {
+            for llm in &scripts {
+                let strategy = build(name, &StrategyOptions::default()).expect("builds");
+                let rec = Recorder::new("Who directed Jaws?", name);
+                let ctx = Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), rec)
+                    .with_retriever(Some(Arc::new(StaticRetriever::new(passages.clone()))));
+                let _ = run(strategy.as_ref(), &ctx, "Who directed Jaws?").await;
+                for template in ctx.rendered_templates() {
+                    assert!(
+                        strategy.templates().contains(&template.as_str()),
+                        "{name} rendered `{template}`, which it does not declare"
+                    );
+                }
+            }
+        }
     }
 }

@@ -425,6 +425,21 @@ impl GraphObserver for TraceObserver<'_> {
 
 #[async_trait]
 impl Strategy for Toqd {
+    fn templates(&self) -> &'static [&'static str] {
+        &[
+            "toqd_decompose",
+            "toqd_critique",
+            "toqd_construct",
+            "toqd_rewrite",
+            "toqd_self_verify",
+            "toqd_self_verify_context",
+            "toqd_decompose_leaf",
+            "toqd_decompose_internal",
+            "toqd_aggregate",
+            "toqd_best_effort",
+            "toqd_summary",
+        ]
+    }
     fn name(&self) -> &str {
         if self.with_retrieval {
             "toqd"

@@ -137,6 +137,9 @@ impl DynamicRetrieval {
 
 #[async_trait]
 impl Strategy for DynamicRetrieval {
+    fn templates(&self) -> &'static [&'static str] {
+        &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude", "nli_judge"]
+    }
     fn name(&self) -> &str {
         self.name
     }

@@ -45,7 +45,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     eval.limit = args.limit;
     eval.concurrency = args.concurrency.max(1);
     eval.k = config.k;
-    eval.model = llm.name().to_string();
+    eval.model = llm.identity();
     eval.retriever = Some(if args.context {
         "example-context".to_string()
     } else if config.retriever == "bm25" {
@@ -63,7 +63,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     if let Some(e) = &embedder {
         eval.settings.insert("embedder".into(), e.model_id().into());
     }
-    eval.prompts_hash = hopwise_eval::prompts_hash(&prompts);
+    eval.prompts = (*prompts).clone();
     for s in &strategies {
         eval.strategy_options.insert(s.clone(), config.strategy_options(s));
     }

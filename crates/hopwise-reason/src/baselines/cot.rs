@@ -28,6 +28,9 @@ impl Cot {
 
 #[async_trait]
 impl Strategy for Cot {
+    fn templates(&self) -> &'static [&'static str] {
+        &["cot"]
+    }
     fn name(&self) -> &str {
         "cot"
     }
@@ -91,6 +94,9 @@ pub fn majority_vote(answers: &[String]) -> Option<(String, usize)> {
 
 #[async_trait]
 impl Strategy for CotSc {
+    fn templates(&self) -> &'static [&'static str] {
+        &["cot"]
+    }
     fn name(&self) -> &str {
         "cot-sc"
     }

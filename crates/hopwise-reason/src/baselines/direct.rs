@@ -22,6 +22,9 @@ impl Direct {
 
 #[async_trait]
 impl Strategy for Direct {
+    fn templates(&self) -> &'static [&'static str] {
+        &["direct"]
+    }
     fn name(&self) -> &str {
         "direct"
     }

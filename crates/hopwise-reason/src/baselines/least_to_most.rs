@@ -36,6 +36,9 @@ impl LeastToMost {
 
 #[async_trait]
 impl Strategy for LeastToMost {
+    fn templates(&self) -> &'static [&'static str] {
+        &["ltm_reduce", "ltm_solve", "ltm_final"]
+    }
     fn name(&self) -> &str {
         "least-to-most"
     }

@@ -32,6 +32,9 @@ impl PlanSolve {
 
 #[async_trait]
 impl Strategy for PlanSolve {
+    fn templates(&self) -> &'static [&'static str] {
+        &["plan_solve", "plan_solve_rtr"]
+    }
     fn name(&self) -> &str {
         if self.with_retrieval {
             "plan-solve-rtr"

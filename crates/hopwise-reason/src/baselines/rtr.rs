@@ -29,6 +29,9 @@ impl Rtr {
 
 #[async_trait]
 impl Strategy for Rtr {
+    fn templates(&self) -> &'static [&'static str] {
+        &["rtr"]
+    }
     fn name(&self) -> &str {
         "rtr"
     }

@@ -85,6 +85,9 @@ fn scratchpad(pairs: &[(String, String)]) -> String {
 
 #[async_trait]
 impl Strategy for SelfAsk {
+    fn templates(&self) -> &'static [&'static str] {
+        &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"]
+    }
     fn name(&self) -> &str {
         if self.with_retrieval {
             "self-ask"

@@ -254,6 +254,9 @@ impl Run<'_> {
 
 #[async_trait]
 impl Strategy for Hgot {
+    fn templates(&self) -> &'static [&'static str] {
+        &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"]
+    }
     fn name(&self) -> &str {
         "hgot"
     }
