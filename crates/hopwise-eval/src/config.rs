@@ -43,6 +43,9 @@ pub struct EvalConfig {
     /// Stop the run after this many jobs in a row fail in a backend (failed jobs are retried by the
     /// next run, so a dead server does not fill the results with empty answers).
     pub max_consecutive_failures: usize,
+    /// Start no new job once this much wall time has passed; jobs in flight finish and are written, so
+    /// the run ends between questions and the next run resumes from there.
+    pub time_budget: Option<std::time::Duration>,
 }
 
 impl EvalConfig {
@@ -62,6 +65,7 @@ impl EvalConfig {
             settings: BTreeMap::new(),
             plots: true,
             max_consecutive_failures: 5,
+            time_budget: None,
         }
     }
 

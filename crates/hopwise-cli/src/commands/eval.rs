@@ -22,8 +22,13 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     })?;
     let strategies: Vec<String> =
         args.strategy.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+    let options_for = |name: &str| -> Result<hopwise_reason::StrategyOptions> {
+        let mut options = config.strategy_options(name);
+        crate::commands::ask::parse_opts(&args.opts, &mut options)?;
+        Ok(options)
+    };
     for s in &strategies {
-        hopwise_reason::strategy::build(s, &config.strategy_options(s))?;
+        hopwise_reason::strategy::build(s, &options_for(s)?)?;
     }
     let prompts = Arc::new(config.prompts()?);
     let base = backends::build_llm(&config, !args.json).await?;
@@ -49,8 +54,8 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     eval.retriever = Some(if args.context {
         "example-context".to_string()
     } else if config.retriever == "bm25" {
-        // Unchanged for BM25, so output folders of earlier runs still resume.
-        config.index_dir().display().to_string()
+        // What was indexed, not where: a committed run resumes on any machine that indexed the same corpus.
+        hopwise_index::Bm25Retriever::open(&config.index_dir())?.content_identity()?
     } else {
         format!("{}:{}", config.retriever, config.index_dir().display())
     });
@@ -65,8 +70,9 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     }
     eval.prompts = (*prompts).clone();
     for s in &strategies {
-        eval.strategy_options.insert(s.clone(), config.strategy_options(s));
+        eval.strategy_options.insert(s.clone(), options_for(s)?);
     }
+    eval.time_budget = args.time_budget;
     eval.settings.insert("budget".into(), serde_json::to_value(&config.budget)?);
 
     let budget = config.budget.clone();
@@ -97,15 +103,16 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     if args.json {
         println!(
             "{}",
-            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "skipped": outcome.skipped.len(), "out": args.out})
+            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "not_started": outcome.not_started, "skipped": outcome.skipped.len(), "out": args.out})
         );
     } else {
         eprintln!(
-            "{} jobs: {} resumed, {} run, {} failed (retried next run); summary in {}",
+            "{} jobs: {} resumed, {} run, {} failed (retried next run), {} not started (time budget); summary in {}",
             outcome.total,
             outcome.resumed,
             outcome.ran,
             outcome.failed.len(),
+            outcome.not_started,
             args.out.join("summary.md").display()
         );
     }
