@@ -3,6 +3,33 @@
 //! Matrix products go through `matrixmultiply` (runtime-dispatched AVX2/FMA kernels, no C build);
 //! it measured faster than `gemm` on this machine's shapes (see BENCHMARKS.md).
 
+/// Calls the `#[inline(always)]` function `body` through a copy compiled for AVX-512 or AVX2 when
+/// the CPU has them (picked at run time; the crate is built for baseline x86-64), so its element-wise
+/// loops vectorise 16 or 8 wide. `body` must call nothing that is not inlined (hence [`exp`] rather
+/// than `f32::exp`).
+macro_rules! simd_dispatch {
+    ($body:ident($($arg:ident: $ty:ty),*)) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+            unsafe fn wide($($arg: $ty),*) {
+                $body($($arg),*)
+            }
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn narrow($($arg: $ty),*) {
+                $body($($arg),*)
+            }
+            // SAFETY: each copy runs only on a CPU with the features it is compiled for.
+            match simd_level() {
+                2 => return unsafe { wide($($arg),*) },
+                1 => return unsafe { narrow($($arg),*) },
+                _ => {}
+            }
+        }
+        $body($($arg),*)
+    }};
+}
+
 /// A strided read-only view of a row-major-ish matrix: element (r, c) is `data[r * row_stride + c * col_stride]`.
 #[derive(Clone, Copy)]
 pub struct MatRef<'a> {
@@ -84,10 +111,16 @@ pub fn matmul(alpha: f32, a: MatRef<'_>, b: MatRef<'_>, beta: f32, c: MatMut<'_>
 
 /// Row-wise layer normalisation in place: `x = (x - mean) / sqrt(var + eps) * gamma + beta`.
 pub fn layer_norm(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+    simd_dispatch!(layer_norm_rows(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32], eps: f32))
+}
+
+#[inline(always)]
+fn layer_norm_rows(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+    let add = |a: f32, b: f32| a + b;
     for row in x.chunks_exact_mut(width) {
         let n = width as f32;
-        let mean = row.iter().sum::<f32>() / n;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
+        let mean = lanes(row, 0.0, add, add) / n;
+        let var = lanes(row, 0.0, |s, v| s + (v - mean) * (v - mean), add) / n;
         let inv = 1.0 / (var + eps).sqrt();
         for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
             *v = (*v - mean) * inv * g + b;
@@ -97,35 +130,56 @@ pub fn layer_norm(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32], eps:
 
 /// Row-wise softmax in place.
 pub fn softmax_rows(x: &mut [f32], width: usize) {
-    with_simd(x, |x| {
-        for row in x.chunks_exact_mut(width) {
-            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            row.iter_mut().for_each(|v| *v = exp(*v - max));
-            let inv = 1.0 / row.iter().sum::<f32>();
-            row.iter_mut().for_each(|v| *v *= inv);
-        }
-    })
+    simd_dispatch!(softmax_rows_inline(x: &mut [f32], width: usize))
+}
+
+#[inline(always)]
+fn softmax_rows_inline(x: &mut [f32], width: usize) {
+    let larger = |m: f32, v: f32| if v > m { v } else { m };
+    let add = |a: f32, b: f32| a + b;
+    for row in x.chunks_exact_mut(width) {
+        let max = lanes(row, f32::NEG_INFINITY, larger, larger);
+        row.iter_mut().for_each(|v| *v = exp(*v - max));
+        let inv = 1.0 / lanes(row, 0.0, add, add);
+        row.iter_mut().for_each(|v| *v *= inv);
+    }
 }
 
 /// The exact (erf-based) GELU that BERT's `"gelu"` activation means, in place.
 pub fn gelu(x: &mut [f32]) {
-    with_simd(x, |x| {
-        for v in x.iter_mut() {
-            *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
-        }
-    })
+    simd_dispatch!(gelu_inline(x: &mut [f32]))
 }
 
-/// Runs an element-wise loop compiled for AVX-512 or AVX2 when the CPU has them (picked at run
-/// time; the crate itself is built for baseline x86-64), so the loop is vectorised 16 or 8 wide.
-/// The loop must call nothing that is not inlined (hence [`exp`] instead of `f32::exp`).
 #[inline(always)]
-fn with_simd(x: &mut [f32], f: impl Fn(&mut [f32])) {
+fn gelu_inline(x: &mut [f32]) {
+    for v in x.iter_mut() {
+        *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
+    }
+}
+
+/// Folds `x` with `f` into 16 independent lanes (so the loop vectorises; plain folds over f32 stay
+/// scalar, since reordering them changes rounding), then merges the lanes with `merge`.
+#[inline(always)]
+fn lanes(x: &[f32], init: f32, f: impl Fn(f32, f32) -> f32, merge: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut acc = [init; 16];
+    let mut chunks = x.chunks_exact(16);
+    for chunk in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(chunk) {
+            *a = f(*a, v);
+        }
+    }
+    let tail = chunks.remainder().iter().fold(init, |a, &v| f(a, v));
+    acc.iter().fold(tail, |a, &v| merge(a, v))
+}
+
+/// 2: AVX-512, 1: AVX2 + FMA, 0: neither (baseline x86-64, or another architecture).
+#[allow(dead_code)]
+fn simd_level() -> u8 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
         static LEVEL: OnceLock<u8> = OnceLock::new();
-        let level = *LEVEL.get_or_init(|| {
+        *LEVEL.get_or_init(|| {
             if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq") {
                 2
             } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
@@ -133,27 +187,10 @@ fn with_simd(x: &mut [f32], f: impl Fn(&mut [f32])) {
             } else {
                 0
             }
-        });
-        // SAFETY: each variant runs only when the CPU has the features it is compiled for.
-        match level {
-            2 => return unsafe { simd_avx512(x, f) },
-            1 => return unsafe { simd_avx2(x, f) },
-            _ => {}
-        }
+        })
     }
-    f(x)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-unsafe fn simd_avx512(x: &mut [f32], f: impl Fn(&mut [f32])) {
-    f(x)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn simd_avx2(x: &mut [f32], f: impl Fn(&mut [f32])) {
-    f(x)
+    #[cfg(not(target_arch = "x86_64"))]
+    0
 }
 
 /// `e^x` to about 2e-7 relative error, in plain arithmetic so that loops over it vectorise: 2^n

@@ -6,7 +6,7 @@
 mod imp {
     use std::arch::x86_64::*;
 
-    use super::super::{Int8Linear, QuantizedRows, BLOCK, GROUP, PANEL};
+    use super::super::{block_scale, Int8Linear, QuantizedRows, BLOCK, GROUP, PANEL};
 
     /// Rows per micro-kernel call: 6 rows x 2 panels = 12 i32 + 12 f32 accumulators, which leaves
     /// registers for the weights and the broadcast activations (32 zmm in all).
@@ -62,6 +62,36 @@ mod imp {
         }
     }
 
+    /// The SIMD version of `portable::quantize` (same results: `cvtps` rounds ties to even).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F and BW; `values` holds `x.len()` bytes and `scales`/`offsets`
+    /// one entry per block of `x`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub unsafe fn quantize(x: &[f32], values: &mut [i8], scales: &mut [f32], offsets: &mut [i32]) {
+        let blocks = x.len() / BLOCK;
+        assert!(values.len() >= blocks * BLOCK && scales.len() >= blocks && offsets.len() >= blocks);
+        let abs_mask = _mm512_set1_epi32(0x7fff_ffff);
+        for b in 0..blocks {
+            let src = x.as_ptr().add(b * BLOCK);
+            let lo = _mm512_loadu_ps(src);
+            let hi = _mm512_loadu_ps(src.add(16));
+            let abs = |v: __m512| _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), abs_mask));
+            let (scale, inv) = block_scale(_mm512_reduce_max_ps(_mm512_max_ps(abs(lo), abs(hi))));
+            let inv = _mm512_set1_ps(inv);
+            let limit = (_mm512_set1_epi32(-127), _mm512_set1_epi32(127));
+            let q = |v: __m512| {
+                _mm512_max_epi32(limit.0, _mm512_min_epi32(limit.1, _mm512_cvtps_epi32(_mm512_mul_ps(v, inv))))
+            };
+            let (qlo, qhi) = (q(lo), q(hi));
+            let dst = values.as_mut_ptr().add(b * BLOCK);
+            _mm_storeu_si128(dst as *mut __m128i, _mm512_cvtepi32_epi8(qlo));
+            _mm_storeu_si128(dst.add(16) as *mut __m128i, _mm512_cvtepi32_epi8(qhi));
+            *scales.get_unchecked_mut(b) = scale;
+            *offsets.get_unchecked_mut(b) = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
+        }
+    }
+
     /// `R` rows starting at `row` times the panel pair `pair`, written to `tile` (`R x 32`).
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
@@ -108,7 +138,7 @@ mod imp {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub use imp::{available, gemm};
+pub use imp::{available, gemm, quantize};
 
 #[cfg(not(target_arch = "x86_64"))]
 pub fn available() -> bool {
@@ -120,4 +150,11 @@ pub fn available() -> bool {
 #[cfg(not(target_arch = "x86_64"))]
 pub unsafe fn gemm(layer: &super::Int8Linear, x: &super::QuantizedRows, out: &mut [f32]) {
     super::portable::gemm(layer, x, out)
+}
+
+/// # Safety
+/// Never called: [`available`] is false on this architecture.
+#[cfg(not(target_arch = "x86_64"))]
+pub unsafe fn quantize(x: &[f32], values: &mut [i8], scales: &mut [f32], offsets: &mut [i32]) {
+    super::portable::quantize(x, values, scales, offsets)
 }

@@ -59,9 +59,7 @@ impl Int8Linear {
             let (panel, col) = (n / PANEL, n % PANEL);
             let row = &weight[n * input..(n + 1) * input];
             for (b, block) in row.chunks_exact(BLOCK).enumerate() {
-                let max = block.iter().fold(0f32, |m, v| m.max(v.abs()));
-                let scale = max / 127.0;
-                let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+                let (scale, inv) = block_scale(block.iter().fold(0f32, |m, v| m.max(v.abs())));
                 scales[(panel * blocks + b) * PANEL + col] = scale;
                 for (i, v) in block.iter().enumerate() {
                     let q = (v * inv).round().clamp(-127.0, 127.0) as i32;
@@ -103,22 +101,21 @@ impl QuantizedRows {
         self.offsets.resize(rows * blocks, 0);
         self.rows = rows;
         self.width = width;
-        for (i, (block, q)) in
-            x[..rows * width].chunks_exact(BLOCK).zip(self.values.chunks_exact_mut(BLOCK)).enumerate()
-        {
-            let max = block.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let scale = max / 127.0;
-            let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
-            let mut sum = 0i32;
-            for (v, q) in block.iter().zip(q.iter_mut()) {
-                let r = (v * inv).round().clamp(-127.0, 127.0) as i8;
-                *q = r;
-                sum += r as i32;
-            }
-            self.scales[i] = scale;
-            self.offsets[i] = -128 * sum;
+        let x = &x[..rows * width];
+        if avx512::available() {
+            // SAFETY: the CPU has the features; every buffer was sized above for `rows * blocks` blocks.
+            unsafe { avx512::quantize(x, &mut self.values, &mut self.scales, &mut self.offsets) }
+        } else {
+            portable::quantize(x, &mut self.values, &mut self.scales, &mut self.offsets)
         }
     }
+}
+
+/// Scale and rounding of one block, shared by the quantizers: symmetric, `max |x| -> 127`, ties to
+/// even (what the SIMD conversion does).
+fn block_scale(max_abs: f32) -> (f32, f32) {
+    let scale = max_abs / 127.0;
+    (scale, if scale > 0.0 { 1.0 / scale } else { 0.0 })
 }
 
 #[cfg(test)]
@@ -183,6 +180,20 @@ mod tests {
             }
         }
         check(7, 96, 40, |l, q, o| l.forward(q, o));
+    }
+
+    #[test]
+    fn dispatched_quantizer_matches_the_portable_one() {
+        let mut seed = 11;
+        let x: Vec<f32> = (0..5 * 96).map(|i| lcg(&mut seed) * if i % 7 == 0 { 40.0 } else { 1.0 }).collect();
+        let mut fast = QuantizedRows::default();
+        fast.quantize(&x, 5, 96);
+        let (mut values, mut scales, mut offsets) = (vec![0i8; 5 * 96], vec![0f32; 15], vec![0i32; 15]);
+        portable::quantize(&x, &mut values, &mut scales, &mut offsets);
+        assert_eq!(fast.values, values);
+        assert_eq!(fast.scales, scales);
+        assert_eq!(fast.offsets, offsets);
+        assert!(values.iter().any(|&v| v == 127 || v == -127), "each block reaches full scale");
     }
 
     #[test]

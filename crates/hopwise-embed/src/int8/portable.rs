@@ -1,6 +1,6 @@
 //! The int8 product in plain Rust, for CPUs without AVX-512 VNNI (and as the kernels' reference).
 
-use super::{Int8Linear, QuantizedRows, BLOCK, GROUP, PANEL};
+use super::{block_scale, Int8Linear, QuantizedRows, BLOCK, GROUP, PANEL};
 
 pub fn gemm(layer: &Int8Linear, x: &QuantizedRows, out: &mut [f32]) {
     let blocks = layer.input / BLOCK;
@@ -21,5 +21,20 @@ pub fn gemm(layer: &Int8Linear, x: &QuantizedRows, out: &mut [f32]) {
             }
             out[r * layer.output + n] = acc + layer.bias[n];
         }
+    }
+}
+
+/// Quantizes whole blocks of `x` into `values`, with each block's scale and `-128 * sum` offset.
+pub fn quantize(x: &[f32], values: &mut [i8], scales: &mut [f32], offsets: &mut [i32]) {
+    for (i, (block, q)) in x.chunks_exact(BLOCK).zip(values.chunks_exact_mut(BLOCK)).enumerate() {
+        let (scale, inv) = block_scale(block.iter().fold(0f32, |m, v| m.max(v.abs())));
+        let mut sum = 0i32;
+        for (v, q) in block.iter().zip(q.iter_mut()) {
+            let r = (v * inv).round_ties_even().clamp(-127.0, 127.0) as i8;
+            *q = r;
+            sum += r as i32;
+        }
+        scales[i] = scale;
+        offsets[i] = -128 * sum;
     }
 }
