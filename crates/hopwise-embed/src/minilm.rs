@@ -98,10 +98,15 @@ impl MiniLmEmbedder {
                 return Err(EmbedError::MissingFile(dir.join(file)));
             }
         }
-        let config = BertConfig::from_file(&dir.join(CONFIG_FILE))?;
+        // A file that is there but unreadable is a damaged download: say so, and how to fetch it again.
+        let damaged = |file: &str| {
+            let path = dir.join(file);
+            move |e: EmbedError| EmbedError::Damaged { path, reason: e.to_string() }
+        };
+        let config = BertConfig::from_file(&dir.join(CONFIG_FILE)).map_err(damaged(CONFIG_FILE))?;
         let max_tokens = options.max_tokens.clamp(2, config.max_position_embeddings);
-        let tokenizer = load_tokenizer(&dir.join(TOKENIZER_FILE), max_tokens)?;
-        let mut model = BertModel::load(config, &dir.join(WEIGHTS_FILE))?;
+        let tokenizer = load_tokenizer(&dir.join(TOKENIZER_FILE), max_tokens).map_err(damaged(TOKENIZER_FILE))?;
+        let mut model = BertModel::load(config, &dir.join(WEIGHTS_FILE)).map_err(damaged(WEIGHTS_FILE))?;
         if options.precision == Precision::Int8 {
             model.quantize()?;
         }

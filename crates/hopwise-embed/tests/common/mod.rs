@@ -1,4 +1,6 @@
 //! Shared by the model tests: the real model, fetched (once) into `$HOPWISE_HOME` like `hopwise setup` does.
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
