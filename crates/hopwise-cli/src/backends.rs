@@ -1,13 +1,18 @@
 //! Turns configuration into live backends.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use hopwise_config::{Config, LlmConfig, RemoteConfig};
 use hopwise_core::{Embedder, Llm, Prompts, Retriever};
-use hopwise_embed::{embedder_model_dir, MiniLmEmbedder, MiniLmOptions};
-use hopwise_index::{Bm25Retriever, DedupRetriever, DenseRetriever, HybridRetriever, RewriteMethod, RewriteRetriever};
+use hopwise_embed::{
+    embedder_model_dir, MiniLmEmbedder, MiniLmOptions, Precision, MINILM_INT8_MODEL_ID, MINILM_MODEL_ID,
+};
+use hopwise_index::{
+    dense_model_id, Bm25Retriever, DedupRetriever, DenseRetriever, HybridRetriever, RewriteMethod, RewriteRetriever,
+};
 use hopwise_llama::{LocalConfig, LocalLlm};
 use hopwise_models::OpenAiLlm;
 use hopwise_remote::{
@@ -48,24 +53,53 @@ pub async fn build_llm(config: &Config, progress: bool) -> Result<Arc<dyn Llm>> 
 }
 
 /// all-MiniLM-L6-v2 from `HOME/models/all-minilm-l6-v2`, or `None` when it is not installed. The
-/// cheap file check keeps commands that merely could use it (HGOT) from failing without it.
+/// cheap file check keeps commands that merely could use it (HGOT) from failing without it. Its
+/// precision matches the dense index of the configured index directory (see [`embed_precision`]).
 pub fn installed_embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
+    installed_embedder_for(config, &config.index_dir())
+}
+
+/// Like [`installed_embedder`], matching the dense index in `index_dir`.
+pub fn installed_embedder_for(config: &Config, index_dir: &Path) -> Result<Option<Arc<dyn Embedder>>> {
     let dir = embedder_model_dir(&config.home_dir());
     if !dir.join("model.safetensors").is_file() {
         return Ok(None);
     }
+    // One thread setting for both backends: the local model's (`--threads`, `HOPWISE_THREADS`).
     let threads = match config.llm_config() {
         LlmConfig::Local { threads: Some(t), .. } => (*t as usize).max(1),
         _ => MiniLmOptions::default().threads,
     };
-    let embedder = MiniLmEmbedder::load(&dir, MiniLmOptions { threads, ..MiniLmOptions::default() })
+    let precision = embed_precision(index_dir)?;
+    let embedder = MiniLmEmbedder::load(&dir, MiniLmOptions { threads, precision, ..MiniLmOptions::default() })
         .with_context(|| format!("loading the embedder from {}", dir.display()))?;
     Ok(Some(Arc::new(embedder)))
 }
 
+/// The embedder's arithmetic: `HOPWISE_EMBED_PRECISION` (`int8` or `f32`) when set; otherwise the
+/// one the dense index in `index_dir` was built with, so an index keeps working with the precision
+/// it has; otherwise int8 (the default for new indexes).
+pub fn embed_precision(index_dir: &Path) -> Result<Precision> {
+    if let Some(value) = std::env::var("HOPWISE_EMBED_PRECISION").ok().filter(|v| !v.trim().is_empty()) {
+        return Precision::parse(&value)
+            .with_context(|| format!("HOPWISE_EMBED_PRECISION={value}: expected `int8` or `f32`"));
+    }
+    // An unreadable dense index is reported when it is opened; here it just means "no preference".
+    Ok(match dense_model_id(index_dir).ok().flatten().as_deref() {
+        Some(MINILM_MODEL_ID) => Precision::F32,
+        Some(MINILM_INT8_MODEL_ID) => Precision::Int8,
+        _ => Precision::default(),
+    })
+}
+
 /// The embedder, or an error saying how to install it.
 pub fn require_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
-    installed_embedder(config)?.with_context(|| {
+    require_embedder_for(config, &config.index_dir())
+}
+
+/// Like [`require_embedder`], matching the dense index in `index_dir`.
+pub fn require_embedder_for(config: &Config, index_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    installed_embedder_for(config, index_dir)?.with_context(|| {
         format!(
             "all-MiniLM-L6-v2 is not installed in {}; run `hopwise setup --fetch all-minilm-l6-v2`",
             config.home_dir().display()
