@@ -63,7 +63,7 @@ const SUMMARY_TOKENS: u32 = 200;
 const MAX_SUBQUESTION_WORDS: usize = 40;
 
 fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
-    let mut p = ctx.params.clone();
+    let mut p = ctx.params().clone();
     p.max_tokens = p.max_tokens.min(max_tokens);
     p
 }
@@ -88,7 +88,7 @@ fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> 
                 None => item.clone(),
             };
             if hopwise_core::text::word_count(&first) as usize > MAX_SUBQUESTION_WORDS {
-                ctx.rec.repair(Repair {
+                ctx.rec().repair(Repair {
                     stage: stage.to_string(),
                     rule: "drop_overlong_subquestion".into(),
                     detail: hopwise_core::text::truncate_words(&item, 12),
@@ -127,7 +127,7 @@ fn drop_restatements(items: Vec<String>, question: &str, stage: &str, ctx: &Ctx)
         kept.push(dropped.remove(0).0);
     }
     for (item, what) in dropped {
-        ctx.rec.repair(Repair {
+        ctx.rec().repair(Repair {
             stage: stage.to_string(),
             rule: "drop_restated_subquestion".into(),
             detail: format!("{} (restates {what})", hopwise_core::text::truncate_words(&item, 12)),
@@ -144,7 +144,7 @@ struct Plan {
 
 impl Toqd {
     fn structured_params(&self, ctx: &Ctx, grammar: &str) -> GenParams {
-        let mut p = ctx.params.clone();
+        let mut p = ctx.params().clone();
         p.max_tokens = p.max_tokens.min(LIST_TOKENS);
         if self.opts.grammar {
             p.grammar = Some(grammar.to_string());
@@ -169,7 +169,7 @@ impl Toqd {
         let listed = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
         let mut questions = drop_restatements(listed, question, &stage, ctx);
         if questions.is_empty() {
-            ctx.rec.repair(Repair {
+            ctx.rec().repair(Repair {
                 stage,
                 rule: "no_subquestions".into(),
                 detail: "the decomposition listed nothing".into(),
@@ -177,7 +177,7 @@ impl Toqd {
             return Ok(None);
         }
         if questions.len() > self.opts.max_subquestions {
-            ctx.rec.repair(Repair {
+            ctx.rec().repair(Repair {
                 stage: stage.clone(),
                 rule: "truncate_subquestions".into(),
                 detail: format!("kept the first {} of {}", self.opts.max_subquestions, questions.len()),
@@ -198,7 +198,7 @@ impl Toqd {
                 .await?;
             let mut repairs = Vec::new();
             let kept = parse::parse_critique(&reply, &questions, &mut repairs);
-            repairs.into_iter().for_each(|r| ctx.rec.repair(r));
+            repairs.into_iter().for_each(|r| ctx.rec().repair(r));
             questions = kept.into_iter().filter_map(|i| questions.get(i).cloned()).collect();
         }
 
@@ -219,7 +219,7 @@ impl Toqd {
         } else {
             Topology::chain(n)
         };
-        topology.repairs.iter().cloned().for_each(|r| ctx.rec.repair(r));
+        topology.repairs.iter().cloned().for_each(|r| ctx.rec().repair(r));
         Ok(Some(Plan { questions, topology }))
     }
 
@@ -229,12 +229,12 @@ impl Toqd {
         match self.try_resolve(ctx, main_question, &task).await {
             Ok(outcome) => outcome,
             Err(e) => {
-                ctx.rec.best_effort(format!("node {}: {e}", task.id));
-                ctx.rec.update_node(&task.id, |n| {
+                ctx.rec().best_effort(format!("node {}: {e}", task.id));
+                ctx.rec().update_node(&task.id, |n| {
                     n.decision = Decision::Unresolved;
                     n.best_effort = true;
                 });
-                let question = ctx.rec.node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
+                let question = ctx.rec().node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
                 NodeOutcome::Answered { question, answer: String::new() }
             }
         }
@@ -243,7 +243,7 @@ impl Toqd {
     async fn try_resolve(&self, ctx: &Ctx, main_question: &str, task: &NodeTask) -> Result<NodeOutcome> {
         let id = task.id.as_str();
         if task.phase == Phase::Aggregate {
-            let question = ctx.rec.node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
+            let question = ctx.rec().node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
             let reply = ctx
                 .complete_with(
                     "aggregate",
@@ -254,7 +254,7 @@ impl Toqd {
                 )
                 .await?;
             let answer = parse::clean_answer(&reply);
-            ctx.rec.update_node(id, |n| n.answer = Some(answer.clone()));
+            ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
             return Ok(NodeOutcome::Answered { question, answer });
         }
 
@@ -277,7 +277,7 @@ impl Toqd {
             if rewritten.is_empty() || hopwise_core::text::word_count(&rewritten) as usize > MAX_SUBQUESTION_WORDS {
                 task.question.clone()
             } else {
-                ctx.rec.update_node(id, |n| n.rewritten = Some(rewritten.clone()));
+                ctx.rec().update_node(id, |n| n.rewritten = Some(rewritten.clone()));
                 rewritten
             }
         } else {
@@ -303,9 +303,9 @@ impl Toqd {
         // Retrieve, then self-verify with context.
         let mut passages: Vec<Passage> = Vec::new();
         if self.with_retrieval {
-            passages = ctx.retrieve(Some(id), &question, ctx.k).await?;
+            passages = ctx.retrieve(Some(id), &question, ctx.k()).await?;
             let ps = passages.clone();
-            ctx.rec.update_node(id, |n| n.passages = ps);
+            ctx.rec().update_node(id, |n| n.passages = ps);
             let reply = ctx
                 .complete_with(
                     "self_verify_context",
@@ -321,7 +321,7 @@ impl Toqd {
         }
 
         // Decompose into a child graph, within the budgets.
-        if task.depth < ctx.budget.max_depth && ctx.try_expand() {
+        if task.depth < ctx.budget().max_depth && ctx.try_expand() {
             let prompt = if task.has_parents && !task.dialog.is_empty() {
                 ctx.render(
                     "toqd_decompose_internal",
@@ -343,13 +343,13 @@ impl Toqd {
                     && hopwise_core::text::normalize_answer(&plan.questions[0])
                         == hopwise_core::text::normalize_answer(&question);
                 if !repeats {
-                    ctx.rec.update_node(id, |n| n.decision = Decision::Decomposed);
+                    ctx.rec().update_node(id, |n| n.decision = Decision::Decomposed);
                     return Ok(NodeOutcome::Expand(child_graph(&plan)));
                 }
             }
         } else {
-            let why = if task.depth >= ctx.budget.max_depth { "max_depth" } else { "r_max" };
-            ctx.rec.note(format!("node {id}: {why} reached; answering best-effort"));
+            let why = if task.depth >= ctx.budget().max_depth { "max_depth" } else { "r_max" };
+            ctx.rec().note(format!("node {id}: {why} reached; answering best-effort"));
         }
 
         // Best effort: the model must answer from what it has.
@@ -364,7 +364,7 @@ impl Toqd {
             .await?;
         // Even forced, a model may still decline: keep no answer rather than the sentinel.
         let answer = if parse::is_unanswered(&reply) { String::new() } else { parse::clean_answer(&reply) };
-        ctx.rec.update_node(id, |n| {
+        ctx.rec().update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
             n.answer = Some(answer.clone());
@@ -376,7 +376,7 @@ impl Toqd {
 /// Marks node `id` answered with `reply` and returns the executor's outcome.
 fn record_answer(ctx: &Ctx, id: &str, decision: Decision, question: String, reply: &str) -> NodeOutcome {
     let answer = parse::clean_answer(reply);
-    ctx.rec.update_node(id, |n| {
+    ctx.rec().update_node(id, |n| {
         n.decision = decision;
         n.answer = Some(answer.clone());
     });
@@ -408,7 +408,7 @@ struct TraceObserver<'a> {
 impl GraphObserver for TraceObserver<'_> {
     fn child_added(&mut self, parent: &str, id: &str, question: &str, preds: &[String], depth: u32) {
         let child_preds: Vec<String> = preds.iter().filter(|p| p.starts_with(&format!("{parent}."))).cloned().collect();
-        self.ctx.rec.upsert_node(NodeTrace {
+        self.ctx.rec().upsert_node(NodeTrace {
             id: id.to_string(),
             question: question.to_string(),
             parents: preds.to_vec(),
@@ -417,29 +417,14 @@ impl GraphObserver for TraceObserver<'_> {
             ..Default::default()
         });
         for p in &child_preds {
-            self.ctx.rec.add_edge(p, id);
+            self.ctx.rec().add_edge(p, id);
         }
-        self.ctx.rec.update_node(parent, |n| n.children.push(id.to_string()));
+        self.ctx.rec().update_node(parent, |n| n.children.push(id.to_string()));
     }
 }
 
 #[async_trait]
 impl Strategy for Toqd {
-    fn templates(&self) -> &'static [&'static str] {
-        &[
-            "toqd_decompose",
-            "toqd_critique",
-            "toqd_construct",
-            "toqd_rewrite",
-            "toqd_self_verify",
-            "toqd_self_verify_context",
-            "toqd_decompose_leaf",
-            "toqd_decompose_internal",
-            "toqd_aggregate",
-            "toqd_best_effort",
-            "toqd_summary",
-        ]
-    }
     fn name(&self) -> &str {
         if self.with_retrieval {
             "toqd"
@@ -448,17 +433,13 @@ impl Strategy for Toqd {
         }
     }
 
-    fn needs_retriever(&self) -> bool {
-        self.with_retrieval
-    }
-
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let prompt = ctx.render("toqd_decompose", &[("question", question)])?;
         let plan = match self.plan(ctx, None, question, prompt).await {
             Ok(Some(plan)) => plan,
             Ok(None) => Plan { questions: vec![question.to_string()], topology: Topology::chain(1) },
             Err(e) => {
-                ctx.rec.best_effort(format!("planning failed: {e}; answering the question as one node"));
+                ctx.rec().best_effort(format!("planning failed: {e}; answering the question as one node"));
                 Plan { questions: vec![question.to_string()], topology: Topology::chain(1) }
             }
         };
@@ -468,7 +449,7 @@ impl Strategy for Toqd {
         for (i, q) in plan.questions.iter().enumerate() {
             let id = (i + 1).to_string();
             let parents: Vec<String> = plan.topology.parents(i + 1).iter().map(|p| p.to_string()).collect();
-            ctx.rec.upsert_node(NodeTrace {
+            ctx.rec().upsert_node(NodeTrace {
                 id: id.clone(),
                 question: q.clone(),
                 parents: parents.clone(),
@@ -477,7 +458,7 @@ impl Strategy for Toqd {
             dag.add_node(&id, q, parents, 0);
         }
         for (a, b) in &plan.topology.edges {
-            ctx.rec.add_edge(&a.to_string(), &b.to_string());
+            ctx.rec().add_edge(&a.to_string(), &b.to_string());
         }
 
         let mut observer = TraceObserver { ctx };
@@ -501,7 +482,7 @@ impl Strategy for Toqd {
                 // A hedge, the sentinel, or a bare "Yes" to "Which band ...?" (small models over-apply the
                 // prompt's yes/no rule): the graph's own last answer is then the better final answer.
                 if unanswered(question, &text) && !last_answer.is_empty() {
-                    ctx.rec.repair(Repair {
+                    ctx.rec().repair(Repair {
                         stage: "summary".into(),
                         rule: "summary_unanswered".into(),
                         detail: format!("summary answered `{text}`; using the last node's answer `{last_answer}`"),
@@ -511,7 +492,7 @@ impl Strategy for Toqd {
                 Ok(Answer { text, rationale })
             }
             Err(e) => {
-                ctx.rec.best_effort(format!("summary failed: {e}; using the last node's answer"));
+                ctx.rec().best_effort(format!("summary failed: {e}; using the last node's answer"));
                 Ok(Answer { text: last_answer, rationale: None })
             }
         }

@@ -28,14 +28,8 @@ impl Cot {
 
 #[async_trait]
 impl Strategy for Cot {
-    fn templates(&self) -> &'static [&'static str] {
-        &["cot"]
-    }
     fn name(&self) -> &str {
         "cot"
-    }
-    fn needs_retriever(&self) -> bool {
-        false
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let reply = ctx.complete("reason", Some(SINK), "cot", &[("question", question)]).await?;
@@ -94,19 +88,13 @@ pub fn majority_vote(answers: &[String]) -> Option<(String, usize)> {
 
 #[async_trait]
 impl Strategy for CotSc {
-    fn templates(&self) -> &'static [&'static str] {
-        &["cot"]
-    }
     fn name(&self) -> &str {
         "cot-sc"
-    }
-    fn needs_retriever(&self) -> bool {
-        false
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let prompt = ctx.render("cot", &[("question", question)])?;
         let params =
-            GenParams { temperature: self.opts.temperature, top_p: 1.0, n: self.opts.samples, ..ctx.params.clone() };
+            GenParams { temperature: self.opts.temperature, top_p: 1.0, n: self.opts.samples, ..ctx.params().clone() };
         let resp = ctx.chat("reason_samples", Some(SINK), prompt, params).await?;
         let answers: Vec<String> = resp.choices.iter().map(|c| parse_final_answer(&c.text)).collect();
         let (text, votes) = majority_vote(&answers).unwrap_or_default();

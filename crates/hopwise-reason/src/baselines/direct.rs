@@ -22,14 +22,8 @@ impl Direct {
 
 #[async_trait]
 impl Strategy for Direct {
-    fn templates(&self) -> &'static [&'static str] {
-        &["direct"]
-    }
     fn name(&self) -> &str {
         "direct"
-    }
-    fn needs_retriever(&self) -> bool {
-        false
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let reply =

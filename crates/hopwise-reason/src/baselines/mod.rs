@@ -93,9 +93,9 @@ pub(crate) fn record_sink(
     extra: serde_json::Value,
 ) {
     for parent in &parents {
-        ctx.rec.add_edge(parent, SINK);
+        ctx.rec().add_edge(parent, SINK);
     }
-    ctx.rec.upsert_node(NodeTrace {
+    ctx.rec().upsert_node(NodeTrace {
         id: SINK.to_string(),
         question: question.to_string(),
         parents,

@@ -32,9 +32,6 @@ impl PlanSolve {
 
 #[async_trait]
 impl Strategy for PlanSolve {
-    fn templates(&self) -> &'static [&'static str] {
-        &["plan_solve", "plan_solve_rtr"]
-    }
     fn name(&self) -> &str {
         if self.with_retrieval {
             "plan-solve-rtr"
@@ -42,12 +39,9 @@ impl Strategy for PlanSolve {
             "plan-solve"
         }
     }
-    fn needs_retriever(&self) -> bool {
-        self.with_retrieval
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let (reply, passages) = if self.with_retrieval {
-            let k = self.opts.k.unwrap_or(ctx.k).max(1);
+            let k = self.opts.k.unwrap_or(ctx.k()).max(1);
             let passages = ctx.retrieve(Some(SINK), question, k).await?;
             let vars = [("passages", format_passages(&passages)), ("question", question.to_string())];
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();

@@ -29,17 +29,11 @@ impl Rtr {
 
 #[async_trait]
 impl Strategy for Rtr {
-    fn templates(&self) -> &'static [&'static str] {
-        &["rtr"]
-    }
     fn name(&self) -> &str {
         "rtr"
     }
-    fn needs_retriever(&self) -> bool {
-        true
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        let k = self.opts.k.unwrap_or(ctx.k).max(1);
+        let k = self.opts.k.unwrap_or(ctx.k()).max(1);
         let passages = ctx.retrieve(Some(SINK), question, k).await?;
         let reply = ctx
             .complete("read", Some(SINK), "rtr", &[("passages", &format_passages(&passages)), ("question", question)])

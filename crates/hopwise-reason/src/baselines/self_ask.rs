@@ -85,9 +85,6 @@ fn scratchpad(pairs: &[(String, String)]) -> String {
 
 #[async_trait]
 impl Strategy for SelfAsk {
-    fn templates(&self) -> &'static [&'static str] {
-        &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"]
-    }
     fn name(&self) -> &str {
         if self.with_retrieval {
             "self-ask"
@@ -95,13 +92,10 @@ impl Strategy for SelfAsk {
             "self-ask-noir"
         }
     }
-    fn needs_retriever(&self) -> bool {
-        self.with_retrieval
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let mut pairs: Vec<(String, String)> = Vec::new();
         let mut final_answer = None;
-        let step_params = GenParams { stop: vec!["Intermediate answer:".to_string()], ..ctx.params.clone() };
+        let step_params = GenParams { stop: vec!["Intermediate answer:".to_string()], ..ctx.params().clone() };
         for step in 1..=self.opts.max_steps {
             let reply = if step == 1 && self.opts.start_with_follow_up {
                 ctx.complete_with("follow_up", None, "self_ask_first", &[("question", question)], step_params.clone())
@@ -118,22 +112,22 @@ impl Strategy for SelfAsk {
                 }
                 SelfAskStep::FollowUp(q) if !pairs.iter().any(|(p, _)| p.eq_ignore_ascii_case(&q)) => q,
                 SelfAskStep::FollowUp(_) => {
-                    ctx.rec.note("self-ask repeated a follow-up question; forcing the final answer");
+                    ctx.rec().note("self-ask repeated a follow-up question; forcing the final answer");
                     break;
                 }
                 SelfAskStep::Unclear => {
-                    ctx.rec.note("self-ask step gave neither a follow-up nor a final answer; forcing the final answer");
+                    ctx.rec().note("self-ask step gave neither a follow-up nor a final answer; forcing the final answer");
                     break;
                 }
             };
             let id = step.to_string();
             let parents: Vec<String> = if step > 1 { vec![(step - 1).to_string()] } else { Vec::new() };
             if let Some(parent) = parents.first() {
-                ctx.rec.add_edge(parent, &id);
+                ctx.rec().add_edge(parent, &id);
             }
-            ctx.rec.upsert_node(step_node(&id, &follow_up, parents));
+            ctx.rec().upsert_node(step_node(&id, &follow_up, parents));
             let (answer, decision, passages) = if self.with_retrieval {
-                let k = self.opts.k.unwrap_or(ctx.k).max(1);
+                let k = self.opts.k.unwrap_or(ctx.k()).max(1);
                 let passages = ctx.retrieve(Some(&id), &follow_up, k).await?;
                 let reply = ctx
                     .complete(
@@ -149,7 +143,7 @@ impl Strategy for SelfAsk {
                     ctx.complete("answer_follow_up", Some(&id), "self_ask_known", &[("question", &follow_up)]).await?;
                 (parse_final_answer(&reply), Decision::Known, Vec::new())
             };
-            ctx.rec.update_node(&id, |n| {
+            ctx.rec().update_node(&id, |n| {
                 n.answer = Some(answer.clone());
                 n.decision = decision;
                 n.passages = passages;
