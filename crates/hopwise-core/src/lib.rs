@@ -19,6 +19,6 @@ pub use error::{BackendErrorKind, Error, Result};
 pub use home::default_home;
 pub use llm::{ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm, MeteredModel, Role, Usage};
 pub use nli::{Nli, NliLabel, NliVerdict};
-pub use prompts::Prompts;
+pub use prompts::{Prompts, Protocol};
 pub use retrieval::{Embedder, Passage, Retriever, RewriteMethod};
 pub use trace::{Decision, Event, EventKind, GraphEdge, NodeId, NodeTrace, Recorder, Repair, Stats, Trace};

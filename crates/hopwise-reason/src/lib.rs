@@ -3,7 +3,7 @@
 //! - [`ctx`]: the per-question context every strategy receives (backends, prompts, budgets, recorder);
 //!   its `chat` and `retrieve` methods meter every call into the trace.
 //! - [`meter`]: the per-question model handle every model call goes through (budget, breaker, trace).
-//! - [`parse`]: deterministic parsers and repair rules for model output.
+//! - [`protocol`]: everything read from model text (answers, lists, edges, steps, citations, sentences), with its rules and repairs.
 //! - [`executor`]: resolves a growing DAG of sub-questions, ready nodes concurrently.
 //! - [`strategy`]: the `Strategy` trait and the one table of named strategies.
 //! - [`runtime`]: shared backends and defaults handing out one context per question (CLI and server).
@@ -21,7 +21,7 @@ pub mod executor;
 pub mod hgot;
 pub mod meter;
 pub mod nli_judge;
-pub mod parse;
+pub mod protocol;
 pub mod runtime;
 
 pub mod strategy;

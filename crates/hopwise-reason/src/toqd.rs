@@ -14,7 +14,8 @@ use serde::Deserialize;
 use crate::ctx::{format_dialog, format_passages, Ctx};
 use crate::error::Result;
 use crate::executor::{ChildGraph, Dag, GraphObserver, NodeOutcome, NodeTask, Phase};
-use crate::parse::{self, GraphNode, Topology};
+use crate::protocol::answer;
+use crate::protocol::{self as parse, GraphNode, Topology};
 use crate::strategy::{Answer, Strategy};
 use crate::uncertainty;
 
@@ -74,7 +75,7 @@ fn unanswered(question: &str, reply: &str) -> bool {
     if parse::is_unanswered(reply) {
         return true;
     }
-    let answer = hopwise_core::text::normalize_answer(&parse::clean_answer(reply));
+    let answer = hopwise_core::text::normalize_answer(&answer::short_answer(reply));
     matches!(answer.as_str(), "yes" | "no") && !parse::is_yes_no_question(question)
 }
 
@@ -253,7 +254,7 @@ impl Toqd {
                     capped(ctx, ANSWER_TOKENS),
                 )
                 .await?;
-            let answer = parse::clean_answer(&reply);
+            let answer = answer::short_answer(&reply);
             ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
             return Ok(NodeOutcome::Answered { question, answer });
         }
@@ -273,7 +274,7 @@ impl Toqd {
                     capped(ctx, REWRITE_TOKENS),
                 )
                 .await?;
-            let rewritten = parse::clean_answer(&reply);
+            let rewritten = answer::short_answer(&reply);
             if rewritten.is_empty() || hopwise_core::text::word_count(&rewritten) as usize > MAX_SUBQUESTION_WORDS {
                 task.question.clone()
             } else {
@@ -363,7 +364,7 @@ impl Toqd {
             )
             .await?;
         // Even forced, a model may still decline: keep no answer rather than the sentinel.
-        let answer = if parse::is_unanswered(&reply) { String::new() } else { parse::clean_answer(&reply) };
+        let answer = if parse::is_unanswered(&reply) { String::new() } else { answer::short_answer(&reply) };
         ctx.rec().update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
@@ -375,7 +376,7 @@ impl Toqd {
 
 /// Marks node `id` answered with `reply` and returns the executor's outcome.
 fn record_answer(ctx: &Ctx, id: &str, decision: Decision, question: String, reply: &str) -> NodeOutcome {
-    let answer = parse::clean_answer(reply);
+    let answer = answer::short_answer(reply);
     ctx.rec().update_node(id, |n| {
         n.decision = decision;
         n.answer = Some(answer.clone());
@@ -478,7 +479,7 @@ impl Strategy for Toqd {
             .await;
         match summary {
             Ok(reply) => {
-                let (text, rationale) = parse::parse_final(&reply);
+                let (text, rationale) = answer::answer_with_reason(&reply);
                 // A hedge, the sentinel, or a bare "Yes" to "Which band ...?" (small models over-apply the
                 // prompt's yes/no rule): the graph's own last answer is then the better final answer.
                 if unanswered(question, &text) && !last_answer.is_empty() {

@@ -35,13 +35,12 @@ use crate::strategy::{Answer, Strategy};
 use crate::uncertainty::{jaccard_matrix, nli_similarity, num_semantic_sets, Estimator, Matrix};
 
 mod options;
-mod protocol;
 
 pub use options::{
     AlwaysRetrieveOptions, FlareInstructOptions, QuerySource, Similarity, UarOptions, UncertaintyGate, MAX_SAMPLES,
 };
-use protocol::clean_query;
-pub use protocol::{first_sentence, parse_answer_marker, parse_search_request};
+use crate::protocol::answer::marked_answer;
+pub use crate::protocol::sentence::{clean_query, first_sentence, parse_search_request};
 
 /// Longest sentence a step may generate, in tokens.
 const SENTENCE_MAX_TOKENS: u32 = 64;
@@ -164,7 +163,7 @@ impl Strategy for DynamicRetrieval {
                     ctx.rec().note(format!("step {step}: the model wrote an empty sentence; stopping"));
                     break;
                 }
-                let marker = parse_answer_marker(&sentence);
+                let marker = marked_answer(&sentence);
                 run.sentences.push(sentence);
                 if marker.is_some() {
                     final_answer = marker;
@@ -473,7 +472,7 @@ impl Run<'_> {
         match self.ctx.chat("conclude", None, prompt, self.ctx.params().clone()).await {
             Ok(reply) => {
                 let text = reply.text();
-                parse_answer_marker(text).unwrap_or_else(|| first_sentence(text))
+                marked_answer(text).unwrap_or_else(|| first_sentence(text))
             }
             Err(e) => {
                 self.ctx.rec().note(format!("the concluding call failed ({e}); answering with the sentences so far"));

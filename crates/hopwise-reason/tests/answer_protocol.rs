@@ -1,8 +1,10 @@
-//! Pins of the answer readers on real-looking replies. Results tables of the baselines were computed
-//! with these readers, so every reply here must keep reading exactly as it does.
+//! Pins of the answer reader on real-looking replies. Results tables of the baselines and of the
+//! uncertainty loop were computed with the readers it replaced (the baselines' final-answer parser
+//! and the loop's `So the answer is:` marker); every reply here reads exactly as it did then.
 
-use hopwise_reason::baselines::parse_final_answer;
-use hopwise_reason::uar::{first_sentence, parse_answer_marker};
+use hopwise_core::text::normalize_answer;
+use hopwise_reason::protocol::answer::{final_answer, marked_answer};
+use hopwise_reason::protocol::sentence::first_sentence;
 
 /// Replies to the baselines' prompts (direct, cot, rtr, self-ask, plan-solve), each with the answer
 /// read from it.
@@ -79,7 +81,7 @@ const MARKER_SENTENCES: &[(&str, Option<&str>)] = &[
 #[test]
 fn labelled_replies_read_as_before() {
     for (reply, answer) in LABELLED_REPLIES {
-        assert_eq!(parse_final_answer(reply), *answer, "reply {reply:?}");
+        assert_eq!(final_answer(reply), *answer, "reply {reply:?}");
     }
 }
 
@@ -87,6 +89,28 @@ fn labelled_replies_read_as_before() {
 fn marker_sentences_read_as_before() {
     for (reply, answer) in MARKER_SENTENCES {
         let sentence = first_sentence(reply);
-        assert_eq!(parse_answer_marker(&sentence).as_deref(), *answer, "sentence {sentence:?}");
+        assert_eq!(marked_answer(&sentence).as_deref(), *answer, "sentence {sentence:?}");
+    }
+}
+
+/// Where the replaced readers disagreed, the one rule reads some replies differently, each time by
+/// punctuation only, so EM, F1 and cover-EM (which normalise punctuation away) are unchanged:
+/// (reply, read before, read now).
+const CHANGED: &[(&str, &str, &str)] = &[
+    // Baselines: quotes before a full stop, repeated or exclamation marks, single `*` emphasis.
+    ("Answer: \"Jaws\".", "Jaws\"", "Jaws"),
+    ("Answer: Paris!", "Paris!", "Paris"),
+    ("Answer: Paris...", "Paris..", "Paris"),
+    ("Answer: *Jaws*", "*Jaws*", "Jaws"),
+    // The uncertainty loop: curly quotes, a leading dash kept.
+    ("So the answer is “Paris”.", "“Paris”", "Paris"),
+    ("So the answer is - Paris.", "Paris", "- Paris"),
+];
+
+#[test]
+fn changed_readings_differ_by_punctuation_only() {
+    for (reply, before, now) in CHANGED {
+        assert_eq!(final_answer(reply), *now, "reply {reply:?}");
+        assert_eq!(normalize_answer(before), normalize_answer(now), "reply {reply:?}");
     }
 }

@@ -6,7 +6,7 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_final_answer, parse_numbered_list, record_sink, step_node};
+use super::{final_answer, parse_numbered_list, record_sink, step_node};
 use crate::ctx::{format_dialog, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -56,7 +56,7 @@ impl Strategy for LeastToMost {
             let dialog = format_dialog(&pairs);
             let reply =
                 ctx.complete("solve", Some(&id), "ltm_solve", &[("dialog", &dialog), ("question", sub)]).await?;
-            let answer = parse_final_answer(&reply);
+            let answer = final_answer(&reply);
             ctx.rec().update_node(&id, |n| {
                 n.answer = Some(answer.clone());
                 n.decision = Decision::Known;
@@ -66,7 +66,7 @@ impl Strategy for LeastToMost {
         let dialog = format_dialog(&pairs);
         let reply =
             ctx.complete("final", Some(SINK), "ltm_final", &[("dialog", &dialog), ("question", question)]).await?;
-        let text = parse_final_answer(&reply);
+        let text = final_answer(&reply);
         let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };
         let decision = if pairs.is_empty() { Decision::Known } else { Decision::Decomposed };
         record_sink(ctx, question, &text, decision, parents, Vec::new(), json!({ "subquestions": subquestions }));

@@ -7,7 +7,7 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_final_answer, parse_numbered_list, record_sink};
+use super::{final_answer, parse_numbered_list, record_sink};
 use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -49,7 +49,7 @@ impl Strategy for PlanSolve {
         } else {
             (ctx.complete("plan_and_solve", Some(SINK), "plan_solve", &[("question", question)]).await?, Vec::new())
         };
-        let text = parse_final_answer(&reply);
+        let text = final_answer(&reply);
         let plan = parse_numbered_list(&reply, 12);
         let decision = if self.with_retrieval { Decision::Retrieved } else { Decision::Known };
         record_sink(ctx, question, &text, decision, Vec::new(), passages, json!({ "plan": plan, "reasoning": reply }));

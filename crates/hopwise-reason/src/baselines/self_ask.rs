@@ -7,7 +7,7 @@ use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_final_answer, record_sink, step_node};
+use super::{final_answer, record_sink, step_node};
 use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -59,7 +59,7 @@ pub fn parse_self_ask_step(reply: &str) -> SelfAskStep {
         let lower = plain.to_ascii_lowercase(); // keeps byte offsets valid in `plain`
         if lower.contains("final answer") {
             let rest: Vec<&str> = reply.lines().skip(i).collect();
-            let answer = parse_final_answer(&rest.join("\n"));
+            let answer = final_answer(&rest.join("\n"));
             if !answer.is_empty() {
                 return SelfAskStep::Final(answer);
             }
@@ -94,7 +94,7 @@ impl Strategy for SelfAsk {
     }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let mut pairs: Vec<(String, String)> = Vec::new();
-        let mut final_answer = None;
+        let mut answered = None;
         let step_params = GenParams { stop: vec!["Intermediate answer:".to_string()], ..ctx.params().clone() };
         for step in 1..=self.opts.max_steps {
             let reply = if step == 1 && self.opts.start_with_follow_up {
@@ -107,7 +107,7 @@ impl Strategy for SelfAsk {
             };
             let follow_up = match parse_self_ask_step(&reply) {
                 SelfAskStep::Final(a) => {
-                    final_answer = Some(a);
+                    answered = Some(a);
                     break;
                 }
                 SelfAskStep::FollowUp(q) if !pairs.iter().any(|(p, _)| p.eq_ignore_ascii_case(&q)) => q,
@@ -137,11 +137,11 @@ impl Strategy for SelfAsk {
                         &[("passages", &format_passages(&passages)), ("question", &follow_up)],
                     )
                     .await?;
-                (parse_final_answer(&reply), Decision::Retrieved, passages)
+                (final_answer(&reply), Decision::Retrieved, passages)
             } else {
                 let reply =
                     ctx.complete("answer_follow_up", Some(&id), "self_ask_known", &[("question", &follow_up)]).await?;
-                (parse_final_answer(&reply), Decision::Known, Vec::new())
+                (final_answer(&reply), Decision::Known, Vec::new())
             };
             ctx.rec().update_node(&id, |n| {
                 n.answer = Some(answer.clone());
@@ -150,15 +150,15 @@ impl Strategy for SelfAsk {
             });
             pairs.push((follow_up, answer));
         }
-        let forced = final_answer.is_none();
-        let text = match final_answer {
+        let forced = answered.is_none();
+        let text = match answered {
             Some(a) => a,
             None => {
                 let pad = scratchpad(&pairs);
                 let reply = ctx
                     .complete("final", Some(SINK), "self_ask_final", &[("question", question), ("scratchpad", &pad)])
                     .await?;
-                parse_final_answer(&reply)
+                final_answer(&reply)
             }
         };
         let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };

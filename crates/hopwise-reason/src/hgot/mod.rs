@@ -43,7 +43,7 @@ mod fewshot;
 pub mod options;
 mod planning;
 mod search;
-pub mod steps;
+pub use crate::protocol::steps;
 mod thinking;
 pub mod vote;
 

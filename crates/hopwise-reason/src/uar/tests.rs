@@ -465,12 +465,12 @@ fn parses_sentences_markers_and_search_requests() {
     assert_eq!(first_sentence("Steps so far: none"), "Steps so far: none");
     assert_eq!(first_sentence("Ünïcode first. second"), "Ünïcode first.");
 
-    assert_eq!(parse_answer_marker("So the answer is: Lyon."), Some("Lyon".into()));
-    assert_eq!(parse_answer_marker("so THE ANSWER IS **Washington, D.C.**"), Some("Washington, D.C".into()));
-    assert_eq!(parse_answer_marker("Answer: yes"), Some("yes".into()));
-    assert_eq!(parse_answer_marker("Thus, the answer is \"1984\"."), Some("1984".into()));
-    assert_eq!(parse_answer_marker("So the answer is: ."), None);
-    assert_eq!(parse_answer_marker("Film X was directed by Jane Doe."), None);
+    assert_eq!(marked_answer("So the answer is: Lyon."), Some("Lyon".into()));
+    assert_eq!(marked_answer("so THE ANSWER IS **Washington, D.C.**"), Some("Washington, D.C".into()));
+    assert_eq!(marked_answer("Answer: yes"), Some("yes".into()));
+    assert_eq!(marked_answer("Thus, the answer is \"1984\"."), Some("1984".into()));
+    assert_eq!(marked_answer("So the answer is: ."), None);
+    assert_eq!(marked_answer("Film X was directed by Jane Doe."), None);
 
     assert_eq!(parse_search_request("X was [Search(Who directed X?)] ok"), Some("Who directed X?".into()));
     assert_eq!(parse_search_request("[search(\"When did Y die?\")]"), Some("When did Y die?".into()));
