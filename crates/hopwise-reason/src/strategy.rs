@@ -228,12 +228,7 @@ pub async fn run(strategy: &dyn Strategy, ctx: &Ctx, question: &str) -> Result<T
     }
     match strategy.answer(ctx, question).await {
         Ok(answer) => Ok(ctx.rec().finish(&answer.text, answer.rationale)),
-        Err(e @ (ReasonError::EmptyQuestion | ReasonError::NeedsRetriever(_) | ReasonError::InvalidOption(_))) => {
-            Err(e)
-        }
-        Err(ReasonError::Core(e @ (hopwise_core::Error::Template { .. } | hopwise_core::Error::Config(_)))) => {
-            Err(ReasonError::Core(e))
-        }
+        Err(e) if e.is_fatal() => Err(e),
         Err(e) => {
             ctx.rec().best_effort(format!("the strategy stopped early: {e}"));
             Ok(ctx.rec().finish("", None))

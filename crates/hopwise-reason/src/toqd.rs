@@ -12,7 +12,7 @@ use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
 use serde::Deserialize;
 
 use crate::ctx::{format_dialog, format_passages, Ctx};
-use crate::error::Result;
+use crate::error::{ReasonError, Result};
 use crate::executor::{ChildGraph, Dag, GraphObserver, NodeOutcome, NodeTask, Phase};
 use crate::protocol::answer;
 use crate::protocol::{self as parse, GraphNode, Topology};
@@ -224,11 +224,21 @@ impl Toqd {
         Ok(Some(Plan { questions, topology }))
     }
 
-    /// Resolves one node visit. Never fails: a backend error leaves the node unresolved with a
-    /// best-effort answer and a note in the trace.
-    async fn resolve(&self, ctx: &Ctx, main_question: &str, task: NodeTask) -> NodeOutcome {
+    /// Resolves one node visit. A degrading error leaves the node unresolved with a best-effort
+    /// answer and a note in the trace; a fatal one is kept in `fatal` for the question to return.
+    async fn resolve(
+        &self,
+        ctx: &Ctx,
+        main_question: &str,
+        task: NodeTask,
+        fatal: &std::sync::Mutex<Option<ReasonError>>,
+    ) -> NodeOutcome {
         match self.try_resolve(ctx, main_question, &task).await {
             Ok(outcome) => outcome,
+            Err(e) if e.is_fatal() => {
+                fatal.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                NodeOutcome::Answered { question: task.question, answer: String::new() }
+            }
             Err(e) => {
                 ctx.rec().best_effort(format!("node {}: {e}", task.id));
                 ctx.rec().update_node(&task.id, |n| {
@@ -439,6 +449,7 @@ impl Strategy for Toqd {
         let plan = match self.plan(ctx, None, question, prompt).await {
             Ok(Some(plan)) => plan,
             Ok(None) => Plan { questions: vec![question.to_string()], topology: Topology::chain(1) },
+            Err(e) if e.is_fatal() => return Err(e),
             Err(e) => {
                 ctx.rec().best_effort(format!("planning failed: {e}; answering the question as one node"));
                 Plan { questions: vec![question.to_string()], topology: Topology::chain(1) }
@@ -463,7 +474,11 @@ impl Strategy for Toqd {
         }
 
         let mut observer = TraceObserver { ctx };
-        dag.execute(|task| self.resolve(ctx, question, task), &mut observer).await;
+        let fatal = std::sync::Mutex::new(None);
+        dag.execute(|task| self.resolve(ctx, question, task, &fatal), &mut observer).await;
+        if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
 
         let dialog: Vec<(String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();

@@ -25,7 +25,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use hopwise_core::{Decision, Error as CoreError, GenParams, Nli, NodeTrace, Passage};
+use hopwise_core::{Decision, GenParams, Nli, NodeTrace, Passage};
 use serde_json::json;
 
 use crate::ctx::{format_passages, Ctx};
@@ -174,7 +174,7 @@ impl Strategy for DynamicRetrieval {
         }
         .await;
         if let Err(e) = outcome {
-            if !degrades(&e) {
+            if e.is_fatal() {
                 return Err(e);
             }
             ctx.rec().best_effort(format!("the sentence loop stopped early: {e}"));
@@ -203,11 +203,6 @@ fn most_central(samples: &[String], w: &Matrix) -> Option<String> {
         .map(|i| samples[i].clone())
 }
 
-/// Backend and budget failures end the loop with a best-effort answer; template and configuration
-/// errors are the caller's to fix and propagate.
-fn degrades(e: &ReasonError) -> bool {
-    matches!(e, ReasonError::Core(CoreError::Backend { .. } | CoreError::Budget(_)))
-}
 
 /// One question's loop state.
 struct Run<'a> {

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use hopwise_core::trace::SINK;
-use hopwise_core::{Decision, Error as CoreError, NodeTrace, Passage};
+use hopwise_core::{Decision, NodeTrace, Passage};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -130,11 +130,6 @@ struct Run<'a> {
     demo_fallback_noted: AtomicBool,
 }
 
-/// Backend and budget failures degrade to a best-effort answer; template and configuration errors
-/// are the caller's to fix.
-fn degrades(e: &ReasonError) -> bool {
-    matches!(e, ReasonError::Core(CoreError::Backend { .. } | CoreError::Budget(_)))
-}
 
 /// Sets `extra[key] = value` on a node, making `extra` an object if needed.
 fn set_extra(node: &mut NodeTrace, key: &str, value: Value) {
@@ -186,7 +181,7 @@ impl Run<'_> {
         Box::pin(async move {
             let probe = match self.probe(&question, &id).await {
                 Ok(p) => p,
-                Err(e) if degrades(&e) => {
+                Err(e) if !e.is_fatal() => {
                     self.ctx.rec().best_effort(format!("node {id}: probe failed ({e})"));
                     self.ctx.rec().update_node(&id, |n| {
                         n.decision = Decision::Unresolved;
@@ -217,7 +212,7 @@ impl Run<'_> {
                     self.stop(&id, "no_steps", Value::Null, &probe);
                     return Ok(probe);
                 }
-                Err(e) if degrades(&e) => {
+                Err(e) if !e.is_fatal() => {
                     self.ctx.rec().best_effort(format!("node {id}: planning failed ({e}); kept the probe's answer"));
                     self.stop(&id, "plan_failed", json!(e.to_string()), &probe);
                     return Ok(probe);
@@ -237,7 +232,7 @@ impl Run<'_> {
             let solved = self.search(&id, depth, &plan).await?;
             match self.infer(&question, &id, &probe, &solved).await {
                 Ok(outcome) => Ok(outcome),
-                Err(e) if degrades(&e) => {
+                Err(e) if !e.is_fatal() => {
                     self.ctx.rec().best_effort(format!("node {id}: infer failed ({e}); kept the probe's answer"));
                     let passages = merge_passages(
                         probe.passages.iter().cloned().chain(solved.iter().flat_map(|s| s.outcome.passages.clone())),

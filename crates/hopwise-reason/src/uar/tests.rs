@@ -5,6 +5,8 @@ use hopwise_core::scripted::ScriptedLlm;
 use hopwise_core::{BackendErrorKind, NliVerdict, Prompts, Recorder, Retriever, Trace};
 use serde_json::Value;
 
+use hopwise_core::Error as CoreError;
+
 use super::*;
 use crate::strategy::{build, run, StrategyOptions};
 use crate::uncertainty::degree_uncertainty;
