@@ -1,4 +1,4 @@
-//! ToQD — Topology of Question Decomposition (METHODS.md §1).
+//! ToQD — Topology of Question Decomposition.
 //!
 //! Plan globally (decompose → critique → construct a topology graph), then resolve the graph in
 //! topological order with the [`executor`](crate::executor): each node is rewritten with its

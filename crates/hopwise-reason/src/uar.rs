@@ -1,4 +1,4 @@
-//! Uncertainty-gated dynamic retrieval (METHODS.md §2) and its baselines, in one sentence loop.
+//! Uncertainty-gated dynamic retrieval and its baselines, in one sentence loop.
 //!
 //! The answer grows one sentence per step (FLARE-style). Each step:
 //! 1. a *temporary* sentence `t_i` from `uar_next_sentence(Q, D_current, y_<i)` (the default

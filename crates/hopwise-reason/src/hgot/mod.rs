@@ -1,4 +1,4 @@
-//! HGOT — Hierarchical Graph of Thoughts (METHODS.md §3).
+//! HGOT — Hierarchical Graph of Thoughts.
 //!
 //! ```text
 //! TRAVERSE(q, depth):
