@@ -1,18 +1,17 @@
-//! Turns configuration into live backends.
+//! Turns configuration into live backends. Commands that answer questions get them through
+//! [`crate::runtime`]; `index` uses the embedder and remote stores directly.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use hopwise_config::{Config, LlmConfig, RemoteConfig};
-use hopwise_core::{Embedder, Llm, Prompts, Retriever};
+use hopwise_config::{Config, LlmConfig, RemoteConfig, RetrieverKind};
+use hopwise_core::{Embedder, Llm, Retriever};
 use hopwise_embed::{
     embedder_model_dir, MiniLmEmbedder, MiniLmOptions, Precision, MINILM_INT8_MODEL_ID, MINILM_MODEL_ID,
 };
-use hopwise_index::{
-    dense_model_id, Bm25Retriever, DedupRetriever, DenseRetriever, HybridRetriever, RewriteMethod, RewriteRetriever,
-};
+use hopwise_index::{dense_model_id, Bm25Retriever, DenseRetriever, HybridRetriever};
 use hopwise_llama::{LocalConfig, LocalLlm};
 use hopwise_models::OpenAiLlm;
 use hopwise_remote::{
@@ -114,13 +113,14 @@ pub async fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
     let bm25 = || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(Bm25Retriever::open(&dir)?)) };
     let dense =
         || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(DenseRetriever::open(&dir, require_embedder(config)?)?)) };
-    Ok(match config.retriever.as_str() {
-        "bm25" => bm25()?,
-        "dense" => dense()?,
-        "hybrid" => Arc::new(HybridRetriever::new(bm25()?, dense()?)),
-        engine @ ("typesense" | "milvus" | "opensearch") => {
+    Ok(match config.retriever {
+        RetrieverKind::Bm25 => bm25()?,
+        RetrieverKind::Dense => dense()?,
+        RetrieverKind::Hybrid => Arc::new(HybridRetriever::new(bm25()?, dense()?)),
+        remote @ (RetrieverKind::Typesense | RetrieverKind::Milvus | RetrieverKind::Opensearch) => {
+            let engine = remote.name();
             let store = remote_store(config, engine)?;
-            let default_mode = if engine == "milvus" { SearchMode::Vector } else { SearchMode::Hybrid };
+            let default_mode = if remote == RetrieverKind::Milvus { SearchMode::Vector } else { SearchMode::Hybrid };
             let mode = config.remote.mode.as_deref().and_then(SearchMode::parse).unwrap_or(default_mode);
             let embedder = if mode == SearchMode::Text { None } else { Some(require_embedder(config)?) };
             let retriever = RemoteRetriever::open(store, embedder, mode)
@@ -128,7 +128,6 @@ pub async fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
                 .with_context(|| format!("opening the {engine} retriever"))?;
             Arc::new(retriever)
         }
-        other => bail!("unknown retriever `{other}`; choose bm25, dense, hybrid, typesense, milvus or opensearch"),
     })
 }
 
@@ -169,26 +168,4 @@ pub fn remote_store(config: &Config, engine: &str) -> Result<Arc<dyn RemoteStore
         }
         other => bail!("unknown remote engine `{other}`; choose typesense, milvus or opensearch"),
     })
-}
-
-/// Wraps `base` in the configured query rewrite (which calls `llm`), if any.
-pub fn with_query_rewrite(
-    config: &Config,
-    base: Arc<dyn Retriever>,
-    llm: &Arc<dyn Llm>,
-    prompts: &Arc<Prompts>,
-) -> Result<Arc<dyn Retriever>> {
-    let Some(name) = &config.query_rewrite else { return Ok(base) };
-    let method = RewriteMethod::parse(name)
-        .with_context(|| format!("unknown query rewrite `{name}`; choose hyde, multi-query or sub-question"))?;
-    Ok(Arc::new(RewriteRetriever::new(base, llm.clone(), prompts.clone(), method)))
-}
-
-/// A per-question retriever: `base`, de-duplicated across the question's rounds when configured.
-pub fn per_question(config: &Config, base: &Arc<dyn Retriever>) -> Arc<dyn Retriever> {
-    if config.dedup {
-        Arc::new(DedupRetriever::new(base.clone()))
-    } else {
-        base.clone()
-    }
 }
