@@ -184,6 +184,11 @@ pub struct Trace {
     /// True when a budget or a failure forced the answer; `notes` says why.
     #[serde(default)]
     pub best_effort: bool,
+    /// How sure the strategy is of the answer, in [0, 1]: the vote share of the winning answer among
+    /// sampled answers (ToQD's summary, CoT-SC) or HGOT's citation-weighted CI. Absent where the
+    /// strategy draws a single answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
     #[serde(default)]
     pub notes: Vec<String>,
     pub nodes: Vec<NodeTrace>,
@@ -352,6 +357,11 @@ impl Recorder {
 
     pub fn set_extra(&self, extra: serde_json::Value) {
         self.lock().extra = extra;
+    }
+
+    /// Records how sure the strategy is of its final answer (see [`Trace::confidence`]).
+    pub fn set_confidence(&self, confidence: f64) {
+        self.lock().confidence = confidence.is_finite().then_some(confidence.clamp(0.0, 1.0));
     }
 
     /// Closes the trace: sets the answer, wall time, and emits the final event.

@@ -16,6 +16,7 @@ pub mod baselines;
 pub mod ctx;
 pub mod error;
 pub mod executor;
+pub mod gate;
 pub mod hgot;
 pub mod nli_judge;
 pub mod parse;

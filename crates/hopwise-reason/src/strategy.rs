@@ -87,8 +87,8 @@ pub fn resolve(name: &str, no_retrieval: bool) -> Result<String> {
 /// Builds a strategy by name.
 pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>> {
     Ok(match name {
-        "toqd" => Box::new(crate::toqd::Toqd::new(options.parse("toqd")?, true)),
-        "toqd-noir" => Box::new(crate::toqd::Toqd::new(options.parse("toqd-noir")?, false)),
+        "toqd" => Box::new(crate::toqd::Toqd::new(options.parse("toqd")?, true)?),
+        "toqd-noir" => Box::new(crate::toqd::Toqd::new(options.parse("toqd-noir")?, false)?),
         "uar" => Box::new(crate::uar::DynamicRetrieval::uar(&options.parse("uar")?)?),
         "always-retrieve" => Box::new(crate::uar::DynamicRetrieval::always_retrieve(
             "always-retrieve",

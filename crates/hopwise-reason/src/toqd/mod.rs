@@ -2,80 +2,61 @@
 //!
 //! Plan globally (decompose → critique → construct a topology graph), then resolve the graph in
 //! topological order with the [`executor`](crate::executor): each node is rewritten with its
-//! predecessors' answers, asks the model whether it already knows (`NO!` if not), retrieves only
-//! then, and is decomposed into a child graph when even the passages do not answer it. A summary
-//! over every node's question/answer pair gives the final answer.
+//! predecessors' answers, a gate decides whether the model already knows (the paper's `NO!` reply,
+//! the disagreement of sampled closed-book answers, or either; [`NodeGate`]), the node retrieves
+//! only then, and is decomposed into a child graph when even the passages leave it unanswered
+//! (readings of the passages are sampled and voted, and a weak vote counts as unanswered). A summary
+//! over every node's question/answer pair gives the final answer, sampled and voted too, so the
+//! answer carries its vote share as its confidence.
 
 use async_trait::async_trait;
 use hopwise_core::trace::SINK;
-use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
-use serde::Deserialize;
+use hopwise_core::{grammars, GenParams, NodeTrace, Repair};
+use serde_json::json;
 
-use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::ctx::{format_dialog, Ctx};
 use crate::error::Result;
-use crate::executor::{ChildGraph, Dag, GraphObserver, NodeOutcome, NodeTask, Phase};
+use crate::executor::{ChildGraph, Dag, GraphObserver};
 use crate::parse::{self, GraphNode, Topology};
 use crate::strategy::{Answer, Strategy};
+use crate::uar::UncertaintyGate;
 use crate::uncertainty;
 
-/// ToQD switches. The four `false`-able steps are the paper's ablations.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ToqdOptions {
-    /// Filter the sub-questions with the critique step.
-    pub critique: bool,
-    /// Ask the model for the topology; without it sub-questions form a chain in list order.
-    pub construct: bool,
-    /// Ask the model whether it knows a node's answer before retrieving; without it every node
-    /// retrieves.
-    pub self_verify: bool,
-    /// Rewrite internal nodes with their predecessors' answers.
-    pub rewrite: bool,
-    /// Constrain list and edge outputs with a grammar where the backend supports it.
-    pub grammar: bool,
-    /// Most sub-questions kept from one decomposition.
-    pub max_subquestions: usize,
-}
+mod answers;
+mod node;
+mod options;
 
-impl Default for ToqdOptions {
-    fn default() -> Self {
-        Self { critique: true, construct: true, self_verify: true, rewrite: true, grammar: true, max_subquestions: 6 }
-    }
-}
+pub use answers::{key_terms, leaf_query, read_node_answer};
+pub use options::{NodeGate, ToqdOptions};
 
 pub struct Toqd {
     opts: ToqdOptions,
     with_retrieval: bool,
+    /// The sampling gate, when `opts.gate` samples.
+    gate: Option<UncertaintyGate>,
 }
 
 impl Toqd {
-    pub fn new(opts: ToqdOptions, with_retrieval: bool) -> Self {
-        Self { opts, with_retrieval }
+    /// Fails on out-of-range options.
+    pub fn new(opts: ToqdOptions, with_retrieval: bool) -> Result<Self> {
+        let name = if with_retrieval { "toqd" } else { "toqd-noir" };
+        let gate = opts.validate(name)?;
+        Ok(Self { opts, with_retrieval, gate })
     }
 }
 
 /// Output caps per step, so a small model that runs on cannot stall a node for minutes.
 const LIST_TOKENS: u32 = 200;
-const ANSWER_TOKENS: u32 = 64;
-const REWRITE_TOKENS: u32 = 96;
+pub(crate) const ANSWER_TOKENS: u32 = 64;
+pub(crate) const REWRITE_TOKENS: u32 = 96;
 const SUMMARY_TOKENS: u32 = 200;
 /// Sub-questions longer than this (in words) are run-on output, not questions.
-const MAX_SUBQUESTION_WORDS: usize = 40;
+pub(crate) const MAX_SUBQUESTION_WORDS: usize = 40;
 
-fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
+pub(crate) fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
     let mut p = ctx.params.clone();
     p.max_tokens = p.max_tokens.min(max_tokens);
     p
-}
-
-/// True when `reply` gives no usable answer to `question`: the sentinel, a hedge, or a bare yes/no
-/// to a question that is not a yes/no question.
-fn unanswered(question: &str, reply: &str) -> bool {
-    if parse::is_unanswered(reply) {
-        return true;
-    }
-    let answer = hopwise_core::text::normalize_answer(&parse::clean_answer(reply));
-    matches!(answer.as_str(), "yes" | "no") && !parse::is_yes_no_question(question)
 }
 
 /// Cuts run-on items to their first question and drops those still too long to be a question.
@@ -137,9 +118,9 @@ fn drop_restatements(items: Vec<String>, question: &str, stage: &str, ctx: &Ctx)
 }
 
 /// A plan: sub-questions and their topology.
-struct Plan {
-    questions: Vec<String>,
-    topology: Topology,
+pub(crate) struct Plan {
+    pub(crate) questions: Vec<String>,
+    pub(crate) topology: Topology,
 }
 
 impl Toqd {
@@ -155,7 +136,7 @@ impl Toqd {
     /// Decompose → critique → construct. `decompose_prompt` is the already-rendered decomposition
     /// prompt (the top-level, leaf or internal variant). Returns None when no sub-question could be
     /// read.
-    async fn plan(
+    pub(crate) async fn plan(
         &self,
         ctx: &Ctx,
         node: Option<&str>,
@@ -185,7 +166,7 @@ impl Toqd {
             questions.truncate(self.opts.max_subquestions);
         }
 
-        if self.opts.critique && questions.len() > 1 {
+        if self.opts.critique && questions.len() >= self.opts.critique_min.max(2) {
             let listed = numbered(&questions);
             let reply = ctx
                 .complete_with(
@@ -223,171 +204,66 @@ impl Toqd {
         Ok(Some(Plan { questions, topology }))
     }
 
-    /// Resolves one node visit. Never fails: a backend error leaves the node unresolved with a
-    /// best-effort answer and a note in the trace.
-    async fn resolve(&self, ctx: &Ctx, main_question: &str, task: NodeTask) -> NodeOutcome {
-        match self.try_resolve(ctx, main_question, &task).await {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                ctx.rec.best_effort(format!("node {}: {e}", task.id));
-                ctx.rec.update_node(&task.id, |n| {
-                    n.decision = Decision::Unresolved;
-                    n.best_effort = true;
-                });
-                let question = ctx.rec.node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
-                NodeOutcome::Answered { question, answer: String::new() }
-            }
-        }
-    }
-
-    async fn try_resolve(&self, ctx: &Ctx, main_question: &str, task: &NodeTask) -> Result<NodeOutcome> {
-        let id = task.id.as_str();
-        if task.phase == Phase::Aggregate {
-            let question = ctx.rec.node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
-            let reply = ctx
-                .complete_with(
-                    "aggregate",
-                    Some(id),
-                    "toqd_aggregate",
-                    &[("dialog", &format_dialog(&task.dialog)), ("question", &question)],
-                    capped(ctx, ANSWER_TOKENS),
-                )
-                .await?;
-            let answer = parse::clean_answer(&reply);
-            ctx.rec.update_node(id, |n| n.answer = Some(answer.clone()));
-            return Ok(NodeOutcome::Answered { question, answer });
-        }
-
-        // Rewrite internal nodes with what their predecessors found.
-        let question = if self.opts.rewrite && task.has_parents && !task.dialog.is_empty() {
-            let reply = ctx
-                .complete_with(
-                    "rewrite",
-                    Some(id),
-                    "toqd_rewrite",
-                    &[
-                        ("dialog", &format_dialog(&task.dialog)),
-                        ("question", &task.question),
-                        ("main_question", main_question),
-                    ],
-                    capped(ctx, REWRITE_TOKENS),
-                )
-                .await?;
-            let rewritten = parse::clean_answer(&reply);
-            if rewritten.is_empty() || hopwise_core::text::word_count(&rewritten) as usize > MAX_SUBQUESTION_WORDS {
-                task.question.clone()
-            } else {
-                ctx.rec.update_node(id, |n| n.rewritten = Some(rewritten.clone()));
-                rewritten
-            }
-        } else {
-            task.question.clone()
-        };
-
-        // Self-verify without context.
-        if self.opts.self_verify {
-            let reply = ctx
-                .complete_with(
-                    "self_verify",
-                    Some(id),
-                    "toqd_self_verify",
-                    &[("question", &question)],
-                    capped(ctx, ANSWER_TOKENS),
-                )
-                .await?;
-            if !unanswered(&question, &reply) {
-                return Ok(record_answer(ctx, id, Decision::Known, question, &reply));
-            }
-        }
-
-        // Retrieve, then self-verify with context.
-        let mut passages: Vec<Passage> = Vec::new();
-        if self.with_retrieval {
-            passages = ctx.retrieve(Some(id), &question, ctx.k).await?;
-            let ps = passages.clone();
-            ctx.rec.update_node(id, |n| n.passages = ps);
-            let reply = ctx
-                .complete_with(
-                    "self_verify_context",
-                    Some(id),
-                    "toqd_self_verify_context",
-                    &[("passages", &format_passages(&passages)), ("question", &question)],
-                    capped(ctx, ANSWER_TOKENS),
-                )
-                .await?;
-            if !unanswered(&question, &reply) {
-                return Ok(record_answer(ctx, id, Decision::Retrieved, question, &reply));
-            }
-        }
-
-        // Decompose into a child graph, within the budgets.
-        if task.depth < ctx.budget.max_depth && ctx.try_expand() {
-            let prompt = if task.has_parents && !task.dialog.is_empty() {
-                ctx.render(
-                    "toqd_decompose_internal",
-                    &[
-                        ("dialog", &format_dialog(&task.dialog)),
-                        ("question", &question),
-                        ("passages", &format_passages(&passages)),
-                    ],
-                )?
-            } else {
-                ctx.render(
-                    "toqd_decompose_leaf",
-                    &[("question", &question), ("passages", &format_passages(&passages))],
-                )?
-            };
-            if let Some(plan) = self.plan(ctx, Some(id), &question, prompt).await? {
-                // A "decomposition" that just repeats the node would loop: answer it instead.
-                let repeats = plan.questions.len() == 1
-                    && hopwise_core::text::normalize_answer(&plan.questions[0])
-                        == hopwise_core::text::normalize_answer(&question);
-                if !repeats {
-                    ctx.rec.update_node(id, |n| n.decision = Decision::Decomposed);
-                    return Ok(NodeOutcome::Expand(child_graph(&plan)));
-                }
-            }
-        } else {
-            let why = if task.depth >= ctx.budget.max_depth { "max_depth" } else { "r_max" };
-            ctx.rec.note(format!("node {id}: {why} reached; answering best-effort"));
-        }
-
-        // Best effort: the model must answer from what it has.
-        let reply = ctx
-            .complete_with(
-                "best_effort",
-                Some(id),
-                "toqd_best_effort",
-                &[("passages", &format_passages(&passages)), ("question", &question)],
-                capped(ctx, ANSWER_TOKENS),
-            )
-            .await?;
-        // Even forced, a model may still decline: keep no answer rather than the sentinel.
-        let answer = if parse::is_unanswered(&reply) { String::new() } else { parse::clean_answer(&reply) };
-        ctx.rec.update_node(id, |n| {
-            n.decision = Decision::Unresolved;
-            n.best_effort = true;
-            n.answer = Some(answer.clone());
-        });
-        Ok(NodeOutcome::Answered { question, answer })
-    }
 }
 
-/// Marks node `id` answered with `reply` and returns the executor's outcome.
-fn record_answer(ctx: &Ctx, id: &str, decision: Decision, question: String, reply: &str) -> NodeOutcome {
-    let answer = parse::clean_answer(reply);
-    ctx.rec.update_node(id, |n| {
-        n.decision = decision;
-        n.answer = Some(answer.clone());
-    });
-    NodeOutcome::Answered { question, answer }
+impl Toqd {
+    /// The final answer from the dialog: `samples` summaries in one request and a vote over their
+    /// answers (one greedy summary when `samples` is 1). A yes/no question gets the yes/no form of the
+    /// prompt, any other question the form that asks for the thing itself, so a small model does not
+    /// answer "Yes" to "Which band …?". Returns the answer, the rationale of a sample that gave it,
+    /// and the vote share; `None` when no sample answered.
+    async fn summarise(
+        &self,
+        ctx: &Ctx,
+        question: &str,
+        dialog: &[(String, String)],
+    ) -> Result<Option<(String, Option<String>, Option<f64>)>> {
+        let template = if parse::is_yes_no_question(question) { "toqd_summary_yes_no" } else { "toqd_summary" };
+        let prompt = ctx.render(template, &[("dialog", &format_dialog(dialog)), ("question", question)])?;
+        let samples = self.opts.samples.max(1);
+        let params = if samples == 1 {
+            capped(ctx, SUMMARY_TOKENS)
+        } else {
+            GenParams {
+                n: samples,
+                temperature: self.opts.read_temperature,
+                top_p: 1.0,
+                grammar: None,
+                ..capped(ctx, SUMMARY_TOKENS)
+            }
+        };
+        let reply = ctx.chat("summary", Some(SINK), prompt, params).await?;
+        let parsed: Vec<(Option<String>, Option<String>)> = reply
+            .choices
+            .iter()
+            .map(|choice| {
+                let (text, rationale) = parse::parse_final(&choice.text);
+                (read_node_answer(question, &text), rationale)
+            })
+            .collect();
+        let readings: Vec<Option<String>> = parsed.iter().map(|(answer, _)| answer.clone()).collect();
+        let vote = answers::vote(&readings);
+        ctx.rec.update_node(SINK, |n| {
+            n.extra = json!({ "summary": { "samples": reply.choices.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(), "vote": vote.table, "confidence": vote.confidence } })
+        });
+        if vote.answer.is_empty() {
+            return Ok(None);
+        }
+        let winner = hopwise_core::text::normalize_answer(&vote.answer);
+        let rationale = parsed
+            .iter()
+            .find(|(answer, _)| answer.as_deref().map(hopwise_core::text::normalize_answer) == Some(winner.clone()))
+            .and_then(|(_, rationale)| rationale.clone());
+        let confidence = (samples > 1).then_some(vote.confidence);
+        Ok(Some((vote.answer, rationale, confidence)))
+    }
 }
 
 fn numbered(items: &[String]) -> String {
     items.iter().enumerate().map(|(i, q)| format!("{}. {q}", i + 1)).collect::<Vec<_>>().join("\n")
 }
 
-fn child_graph(plan: &Plan) -> ChildGraph {
+pub(crate) fn child_graph(plan: &Plan) -> ChildGraph {
     let edges = plan
         .topology
         .edges
@@ -438,6 +314,7 @@ impl Strategy for Toqd {
             "toqd_aggregate",
             "toqd_best_effort",
             "toqd_summary",
+            "toqd_summary_yes_no",
         ]
     }
     fn name(&self) -> &str {
@@ -486,29 +363,22 @@ impl Strategy for Toqd {
         let dialog: Vec<(String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
         let last_answer = dialog.last().map(|(_, a)| a.clone()).unwrap_or_default();
-        let summary = ctx
-            .complete_with(
-                "summary",
-                Some(SINK),
-                "toqd_summary",
-                &[("dialog", &format_dialog(&dialog)), ("question", question)],
-                capped(ctx, SUMMARY_TOKENS),
-            )
-            .await;
-        match summary {
-            Ok(reply) => {
-                let (text, rationale) = parse::parse_final(&reply);
-                // A hedge, the sentinel, or a bare "Yes" to "Which band ...?" (small models over-apply the
-                // prompt's yes/no rule): the graph's own last answer is then the better final answer.
-                if unanswered(question, &text) && !last_answer.is_empty() {
-                    ctx.rec.repair(Repair {
-                        stage: "summary".into(),
-                        rule: "summary_unanswered".into(),
-                        detail: format!("summary answered `{text}`; using the last node's answer `{last_answer}`"),
-                    });
-                    return Ok(Answer { text: last_answer, rationale });
+        match self.summarise(ctx, question, &dialog).await {
+            Ok(Some((text, rationale, confidence))) => {
+                if let Some(c) = confidence {
+                    ctx.rec.set_confidence(c);
                 }
                 Ok(Answer { text, rationale })
+            }
+            // A hedge, the sentinel, or a bare "Yes" to "Which band ...?": the graph's own last
+            // answer is then the better final answer.
+            Ok(None) => {
+                ctx.rec.repair(Repair {
+                    stage: "summary".into(),
+                    rule: "summary_unanswered".into(),
+                    detail: format!("the summary gave no answer; using the last node's answer `{last_answer}`"),
+                });
+                Ok(Answer { text: last_answer, rationale: None })
             }
             Err(e) => {
                 ctx.rec.best_effort(format!("summary failed: {e}; using the last node's answer"));
