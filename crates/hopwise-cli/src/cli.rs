@@ -166,6 +166,13 @@ pub struct RunFlags {
     /// Graph expansions allowed (ToQD's r_max).
     #[arg(long)]
     pub r_max: Option<u32>,
+    /// Seconds a question may take; after that no model call starts and the best answer so far is
+    /// given, marked best-effort (`[budget] max_seconds`).
+    #[arg(long, value_name = "SECONDS")]
+    pub max_seconds: Option<f64>,
+    /// Prompt + completion tokens a question may use (`[budget] max_tokens`).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
 }
 
 impl RunFlags {
@@ -176,6 +183,8 @@ impl RunFlags {
             strategy: self.strategy.clone(),
             k: self.k,
             r_max: self.r_max,
+            max_seconds: self.max_seconds,
+            max_tokens: self.max_tokens,
             ..Default::default()
         }
     }

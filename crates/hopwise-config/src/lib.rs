@@ -353,6 +353,9 @@ pub struct Overrides {
     pub k: Option<usize>,
     pub threads: Option<u32>,
     pub r_max: Option<u32>,
+    /// `--max-seconds` / `--max-tokens`: per-question time and token budgets.
+    pub max_seconds: Option<f64>,
+    pub max_tokens: Option<u64>,
     pub remote: RemoteOverrides,
 }
 
@@ -413,6 +416,8 @@ impl Config {
             k: None,
             threads,
             r_max: None,
+            max_seconds: None,
+            max_tokens: None,
             remote: RemoteOverrides {
                 typesense_url: var("HOPWISE_TYPESENSE_URL"),
                 typesense_api_key: var("HOPWISE_TYPESENSE_API_KEY"),
@@ -474,6 +479,15 @@ impl Config {
         }
         if let Some(r) = o.r_max {
             self.budget.r_max = r;
+        }
+        if let Some(seconds) = o.max_seconds {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(ConfigError::Invalid(format!("max_seconds = {seconds} must be a positive number")));
+            }
+            self.budget.max_seconds = Some(seconds);
+        }
+        if let Some(tokens) = o.max_tokens {
+            self.budget.max_tokens = Some(tokens);
         }
         self.remote.apply(&o.remote);
         self.validate()

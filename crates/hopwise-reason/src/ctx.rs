@@ -15,7 +15,7 @@ use crate::error::{ReasonError, Result};
 
 /// Limits on one question's work. Exceeding one never fails the question: the strategy answers
 /// best-effort from what it has and the trace says so.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Budget {
     /// Graph expansions (node decompositions) allowed per question (ToQD's `r_max`).
@@ -24,11 +24,38 @@ pub struct Budget {
     pub max_depth: u32,
     /// Model calls allowed per question.
     pub max_llm_calls: u64,
+    /// Wall-clock seconds allowed per question; no model call starts after that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+    /// Prompt plus completion tokens allowed per question; no model call starts once they are spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 impl Default for Budget {
     fn default() -> Self {
-        Self { r_max: 6, max_depth: 3, max_llm_calls: 200 }
+        Self { r_max: 6, max_depth: 3, max_llm_calls: 200, max_seconds: None, max_tokens: None }
+    }
+}
+
+impl Budget {
+    /// The tighter of two budgets, field by field (a request may lower the server's, never raise it).
+    pub fn min(&self, other: &Budget) -> Budget {
+        let tighter_f = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let tighter_u = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Budget {
+            r_max: self.r_max.min(other.r_max),
+            max_depth: self.max_depth.min(other.max_depth),
+            max_llm_calls: self.max_llm_calls.min(other.max_llm_calls),
+            max_seconds: tighter_f(self.max_seconds, other.max_seconds),
+            max_tokens: tighter_u(self.max_tokens, other.max_tokens),
+        }
     }
 }
 
@@ -129,6 +156,17 @@ impl Ctx {
             return Err(
                 Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")).into()
             );
+        }
+        if let Some(max) = self.budget.max_seconds {
+            if self.rec.now_ms() as f64 >= max * 1000.0 {
+                return Err(Error::Budget(format!("max_seconds = {max} reached")).into());
+            }
+        }
+        if let Some(max) = self.budget.max_tokens {
+            let stats = self.rec.stats();
+            if stats.prompt_tokens + stats.completion_tokens >= max {
+                return Err(Error::Budget(format!("max_tokens = {max} reached")).into());
+            }
         }
         let used = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         if used >= self.budget.max_llm_calls {
@@ -269,4 +307,21 @@ pub fn format_dialog(pairs: &[(String, String)]) -> String {
         return "(none yet)".to_string();
     }
     pairs.iter().map(|(q, a)| format!("Q: {q}\nA: {a}")).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::Budget;
+
+    #[test]
+    fn a_request_budget_can_only_lower_the_servers() {
+        let server = Budget { max_llm_calls: 50, max_seconds: Some(60.0), ..Budget::default() };
+        let request =
+            Budget { max_llm_calls: 500, max_seconds: Some(10.0), max_tokens: Some(5_000), ..Budget::default() };
+        let merged = request.min(&server);
+        assert_eq!(merged.max_llm_calls, 50);
+        assert_eq!(merged.max_seconds, Some(10.0));
+        assert_eq!(merged.max_tokens, Some(5_000), "a limit the server does not set can be added");
+        assert_eq!(Budget::default().min(&server).max_seconds, Some(60.0));
+    }
 }

@@ -41,6 +41,11 @@ pub struct AskRequest {
     pub max_depth: Option<u32>,
     #[serde(default)]
     pub max_llm_calls: Option<u64>,
+    /// Seconds and tokens the question may use; past them it answers best-effort.
+    #[serde(default)]
+    pub max_seconds: Option<f64>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
 /// A validated request, ready to run: every input error has been reported before any work starts.
@@ -78,12 +83,21 @@ pub fn prepare(state: &AppState, req: AskRequest) -> Result<Prepared> {
             message: format!("k = {k} must be between 1 and 100"),
         });
     }
+    if let Some(seconds) = req.max_seconds.filter(|s| !(s.is_finite() && *s > 0.0)) {
+        return Err(ServeError::BadRequest {
+            status: axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            message: format!("max_seconds = {seconds} must be a positive number"),
+        });
+    }
     let ceiling = &s.defaults.budget;
-    let budget = Budget {
-        r_max: req.r_max.map_or(ceiling.r_max, |r| r.min(ceiling.r_max)),
-        max_depth: req.max_depth.map_or(ceiling.max_depth, |d| d.min(ceiling.max_depth)),
-        max_llm_calls: req.max_llm_calls.map_or(ceiling.max_llm_calls, |c| c.min(ceiling.max_llm_calls)),
+    let requested = Budget {
+        r_max: req.r_max.unwrap_or(ceiling.r_max),
+        max_depth: req.max_depth.unwrap_or(ceiling.max_depth),
+        max_llm_calls: req.max_llm_calls.unwrap_or(ceiling.max_llm_calls),
+        max_seconds: req.max_seconds,
+        max_tokens: req.max_tokens,
     };
+    let budget = requested.min(ceiling);
     Ok(Prepared { name, question, strategy, budget, k })
 }
 

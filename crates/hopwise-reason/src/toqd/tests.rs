@@ -361,7 +361,15 @@ async fn the_uncertainty_gate_retrieves_only_where_samples_disagree() {
     // Two items: no critique. One request per gate decision, reading and summary.
     assert_eq!(
         purposes(&t),
-        ["decompose", "construct", "uncertainty_samples", "rewrite", "uncertainty_samples", "self_verify_context", "summary"]
+        [
+            "decompose",
+            "construct",
+            "uncertainty_samples",
+            "rewrite",
+            "uncertainty_samples",
+            "self_verify_context",
+            "summary"
+        ]
     );
     assert_eq!(t.stats.retrieval_rounds, 1);
 }
@@ -369,15 +377,13 @@ async fn the_uncertainty_gate_retrieves_only_where_samples_disagree() {
 #[tokio::test]
 async fn a_weak_vote_over_the_passages_sends_the_node_to_decomposition() {
     let llm = sampling_model_after(
-        ScriptedLlm::new()
-            .on(DECOMPOSE_NODE, "1. Who played drums on Counterparts?")
-            .on_fn(WITH_CONTEXT, |p, i| {
-                if p.contains("Question: Who was the drummer of Rush?") {
-                    format!("Name{i}")
-                } else {
-                    "Neil Peart".into()
-                }
-            }),
+        ScriptedLlm::new().on(DECOMPOSE_NODE, "1. Who played drums on Counterparts?").on_fn(WITH_CONTEXT, |p, i| {
+            if p.contains("Question: Who was the drummer of Rush?") {
+                format!("Name{i}")
+            } else {
+                "Neil Peart".into()
+            }
+        }),
     );
     let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
     let n2 = t.node("2").expect("node 2");
@@ -390,9 +396,10 @@ async fn a_weak_vote_over_the_passages_sends_the_node_to_decomposition() {
 #[tokio::test]
 async fn the_both_gate_retrieves_on_no_without_sampling() {
     // The greedy self-verification (sample 0 of a one-sample request) says NO!; samples would agree.
-    let llm = sampling_model_after(
-        ScriptedLlm::new().on_fn(SELF_VERIFY, |_, i| if i == 0 { "NO!".into() } else { "Rush".into() }),
-    );
+    let llm =
+        sampling_model_after(
+            ScriptedLlm::new().on_fn(SELF_VERIFY, |_, i| if i == 0 { "NO!".into() } else { "Rush".into() }),
+        );
     let opts = with(StrategyOptions::default(), "gate", serde_json::json!("both"));
     let t = ask("toqd", opts, llm, Some(corpus()), Budget::default()).await;
     let n1 = t.node("1").expect("node 1");
@@ -435,7 +442,10 @@ async fn a_leaf_that_lost_the_entity_searches_with_the_questions_names() {
             _ => None,
         })
         .collect();
-    assert!(queries.iter().any(|q| q.starts_with("Who was the drummer? ") && q.contains("Counterparts")), "{queries:?}");
+    assert!(
+        queries.iter().any(|q| q.starts_with("Who was the drummer? ") && q.contains("Counterparts")),
+        "{queries:?}"
+    );
     assert!(t.repairs.iter().any(|r| r.rule == "query_keeps_entities"));
 }
 
@@ -470,4 +480,26 @@ async fn gate_options_are_validated() {
     // One sample is fine with the NO! gate (the paper's greedy protocol), not with a sampling gate.
     assert!(build("toqd", &with(paper(), "samples", serde_json::json!(1))).is_ok());
     assert!(build("toqd", &with(StrategyOptions::default(), "samples", serde_json::json!(1))).is_err());
+}
+
+/// Time and token budgets stop further model calls; the question still gets the best answer found
+/// so far, marked best-effort, and the trace says which budget ran out.
+#[tokio::test]
+async fn time_and_token_budgets_end_the_question_best_effort() {
+    let slow = paper_model_with_latency(Duration::from_millis(150));
+    let budget = Budget { max_seconds: Some(0.5), ..Budget::default() };
+    let t = ask("toqd", paper(), slow, Some(corpus()), budget).await;
+    assert!(t.best_effort, "{:?}", t.notes);
+    assert!(t.notes.iter().any(|n| n.contains("max_seconds")), "{:?}", t.notes);
+    assert!(t.stats.llm_calls < 8, "the full run makes 8 calls; the budget stopped it at {}", t.stats.llm_calls);
+    assert!(t.stats.wall_ms < 2_000);
+
+    let budget = Budget { max_tokens: Some(60), ..Budget::default() };
+    let t = ask("toqd", paper(), bridge_model(), Some(corpus()), budget).await;
+    assert!(t.best_effort && t.notes.iter().any(|n| n.contains("max_tokens")), "{:?}", t.notes);
+    assert!(t.stats.prompt_tokens + t.stats.completion_tokens < 60 + 200, "stopped soon after 60 tokens");
+}
+
+fn paper_model_with_latency(latency: Duration) -> ScriptedLlm {
+    bridge_model().latency(latency)
 }
