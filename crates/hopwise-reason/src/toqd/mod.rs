@@ -192,7 +192,7 @@ impl Toqd {
                     node,
                     "toqd_construct",
                     &[("question", question), ("subquestions", &listed)],
-                    self.structured_params(ctx, &grammars::edges_for(n)),
+                    self.structured_params(ctx, &grammars::forward_edges_for(n)),
                 )
                 .await?;
             let stage = node.map_or_else(|| "construct".to_string(), |n| format!("construct:{n}"));
