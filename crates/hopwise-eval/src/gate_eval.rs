@@ -141,7 +141,7 @@ pub async fn judge(
         &UarOptions { samples: Some(samples), sample_temperature: temperature, ..UarOptions::default() },
     )?;
     let prompt = ctx.render("toqd_self_verify", &[("question", &item.question)])?;
-    let mut params = ctx.params.clone();
+    let mut params = ctx.params().clone();
     params.max_tokens = 64;
     let greedy = ctx.chat("self_verify", Some("1"), prompt.clone(), params).await?.text().trim().to_string();
     let answer = read_node_answer(&item.question, &greedy);

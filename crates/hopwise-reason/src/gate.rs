@@ -42,8 +42,8 @@ pub async fn sample(
             max_tokens,
             grammar: None,
             // A different seed per attempt, so a seeded backend does not repeat itself.
-            seed: ctx.params.seed.map(|s| s.wrapping_add(u64::from(attempt))),
-            ..ctx.params.clone()
+            seed: ctx.params().seed.map(|s| s.wrapping_add(u64::from(attempt))),
+            ..ctx.params().clone()
         };
         let reply = ctx.chat(purpose, Some(node), prompt.to_string(), params).await?;
         out.extend(reply.choices.iter().take(missing as usize).map(|c| read(&c.text)));
@@ -52,7 +52,7 @@ pub async fn sample(
         }
     }
     if (out.len() as u32) < gate.samples {
-        ctx.rec.note(format!("node {node}: the backend returned {} of {} samples", out.len(), gate.samples));
+        ctx.rec().note(format!("node {node}: the backend returned {} of {} samples", out.len(), gate.samples));
     }
     Ok(out)
 }
@@ -79,7 +79,7 @@ pub async fn estimate(
     if let (Similarity::Nli, Some(nli)) = (gate.similarity, nli) {
         match entailment_matrix(nli.as_ref(), samples).await {
             Ok(m) => {
-                ctx.rec.with_stats(|s| s.nli_calls += m.judgements);
+                ctx.rec().with_stats(|s| s.nli_calls += m.judgements);
                 let w = nli_similarity(&m.entail);
                 let uncertainty = match gate.estimator {
                     Estimator::Numsets => num_semantic_sets(n, |i, j| m.mutual[i][j]) as f64,
@@ -88,7 +88,7 @@ pub async fn estimate(
                 return Estimate { similarity: w, uncertainty, source: "nli" };
             }
             Err(e) => {
-                ctx.rec.note(format!("node {node}: the NLI judge failed ({e}); fell back to Jaccard similarity"));
+                ctx.rec().note(format!("node {node}: the NLI judge failed ({e}); fell back to Jaccard similarity"));
                 let w = jaccard();
                 let uncertainty = gate.estimator.from_similarity(&w);
                 return Estimate { similarity: w, uncertainty, source: "jaccard-fallback" };

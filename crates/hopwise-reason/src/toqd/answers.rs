@@ -4,7 +4,8 @@
 use hopwise_core::text::normalize_answer;
 
 use crate::hgot::vote::{weighted_vote, Vote};
-use crate::parse;
+use crate::protocol as parse;
+use crate::protocol::answer;
 
 /// A node's answer from one reply, or `None` when it gives none: the `NO!` sentinel or a hedge, or a
 /// bare yes/no to a question that is not a yes/no question. A reply such as "Yes, Neil Peart was …"
@@ -13,7 +14,7 @@ pub fn read_node_answer(question: &str, reply: &str) -> Option<String> {
     if parse::is_unanswered(reply) {
         return None;
     }
-    let answer = parse::clean_answer(reply);
+    let answer = answer::short_answer(reply);
     if parse::is_yes_no_question(question) {
         return (!answer.is_empty()).then_some(answer);
     }

@@ -1,4 +1,4 @@
-//! ToQD — Topology of Question Decomposition (METHODS.md §1).
+//! ToQD — Topology of Question Decomposition.
 //!
 //! Plan globally (decompose → critique → construct a topology graph), then resolve the graph in
 //! topological order with the [`executor`](crate::executor): each node is rewritten with its
@@ -17,7 +17,8 @@ use serde_json::json;
 use crate::ctx::{format_dialog, Ctx};
 use crate::error::Result;
 use crate::executor::{ChildGraph, Dag, GraphObserver};
-use crate::parse::{self, GraphNode, Topology};
+use crate::protocol::answer;
+use crate::protocol::{self as parse, GraphNode, Topology};
 use crate::strategy::{Answer, Strategy};
 use crate::uar::UncertaintyGate;
 use crate::uncertainty;
@@ -54,7 +55,7 @@ const SUMMARY_TOKENS: u32 = 200;
 pub(crate) const MAX_SUBQUESTION_WORDS: usize = 40;
 
 pub(crate) fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
-    let mut p = ctx.params.clone();
+    let mut p = ctx.params().clone();
     p.max_tokens = p.max_tokens.min(max_tokens);
     p
 }
@@ -69,7 +70,7 @@ fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> 
                 None => item.clone(),
             };
             if hopwise_core::text::word_count(&first) as usize > MAX_SUBQUESTION_WORDS {
-                ctx.rec.repair(Repair {
+                ctx.rec().repair(Repair {
                     stage: stage.to_string(),
                     rule: "drop_overlong_subquestion".into(),
                     detail: hopwise_core::text::truncate_words(&item, 12),
@@ -108,7 +109,7 @@ fn drop_restatements(items: Vec<String>, question: &str, stage: &str, ctx: &Ctx)
         kept.push(dropped.remove(0).0);
     }
     for (item, what) in dropped {
-        ctx.rec.repair(Repair {
+        ctx.rec().repair(Repair {
             stage: stage.to_string(),
             rule: "drop_restated_subquestion".into(),
             detail: format!("{} (restates {what})", hopwise_core::text::truncate_words(&item, 12)),
@@ -125,7 +126,7 @@ pub(crate) struct Plan {
 
 impl Toqd {
     fn structured_params(&self, ctx: &Ctx, grammar: &str) -> GenParams {
-        let mut p = ctx.params.clone();
+        let mut p = ctx.params().clone();
         p.max_tokens = p.max_tokens.min(LIST_TOKENS);
         if self.opts.grammar {
             p.grammar = Some(grammar.to_string());
@@ -150,7 +151,7 @@ impl Toqd {
         let listed = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
         let mut questions = drop_restatements(listed, question, &stage, ctx);
         if questions.is_empty() {
-            ctx.rec.repair(Repair {
+            ctx.rec().repair(Repair {
                 stage,
                 rule: "no_subquestions".into(),
                 detail: "the decomposition listed nothing".into(),
@@ -158,7 +159,7 @@ impl Toqd {
             return Ok(None);
         }
         if questions.len() > self.opts.max_subquestions {
-            ctx.rec.repair(Repair {
+            ctx.rec().repair(Repair {
                 stage: stage.clone(),
                 rule: "truncate_subquestions".into(),
                 detail: format!("kept the first {} of {}", self.opts.max_subquestions, questions.len()),
@@ -179,7 +180,7 @@ impl Toqd {
                 .await?;
             let mut repairs = Vec::new();
             let kept = parse::parse_critique(&reply, &questions, &mut repairs);
-            repairs.into_iter().for_each(|r| ctx.rec.repair(r));
+            repairs.into_iter().for_each(|r| ctx.rec().repair(r));
             questions = kept.into_iter().filter_map(|i| questions.get(i).cloned()).collect();
         }
 
@@ -200,7 +201,7 @@ impl Toqd {
         } else {
             Topology::chain(n)
         };
-        topology.repairs.iter().cloned().for_each(|r| ctx.rec.repair(r));
+        topology.repairs.iter().cloned().for_each(|r| ctx.rec().repair(r));
         Ok(Some(Plan { questions, topology }))
     }
 
@@ -237,13 +238,13 @@ impl Toqd {
             .choices
             .iter()
             .map(|choice| {
-                let (text, rationale) = parse::parse_final(&choice.text);
+                let (text, rationale) = answer::answer_with_reason(&choice.text);
                 (read_node_answer(question, &text), rationale)
             })
             .collect();
         let readings: Vec<Option<String>> = parsed.iter().map(|(answer, _)| answer.clone()).collect();
         let vote = answers::vote(&readings);
-        ctx.rec.update_node(SINK, |n| {
+        ctx.rec().update_node(SINK, |n| {
             n.extra = json!({ "summary": { "samples": reply.choices.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(), "vote": vote.table, "confidence": vote.confidence } })
         });
         if vote.answer.is_empty() {
@@ -284,7 +285,7 @@ struct TraceObserver<'a> {
 impl GraphObserver for TraceObserver<'_> {
     fn child_added(&mut self, parent: &str, id: &str, question: &str, preds: &[String], depth: u32) {
         let child_preds: Vec<String> = preds.iter().filter(|p| p.starts_with(&format!("{parent}."))).cloned().collect();
-        self.ctx.rec.upsert_node(NodeTrace {
+        self.ctx.rec().upsert_node(NodeTrace {
             id: id.to_string(),
             question: question.to_string(),
             parents: preds.to_vec(),
@@ -293,30 +294,14 @@ impl GraphObserver for TraceObserver<'_> {
             ..Default::default()
         });
         for p in &child_preds {
-            self.ctx.rec.add_edge(p, id);
+            self.ctx.rec().add_edge(p, id);
         }
-        self.ctx.rec.update_node(parent, |n| n.children.push(id.to_string()));
+        self.ctx.rec().update_node(parent, |n| n.children.push(id.to_string()));
     }
 }
 
 #[async_trait]
 impl Strategy for Toqd {
-    fn templates(&self) -> &'static [&'static str] {
-        &[
-            "toqd_decompose",
-            "toqd_critique",
-            "toqd_construct",
-            "toqd_rewrite",
-            "toqd_self_verify",
-            "toqd_self_verify_context",
-            "toqd_decompose_leaf",
-            "toqd_decompose_internal",
-            "toqd_aggregate",
-            "toqd_best_effort",
-            "toqd_summary",
-            "toqd_summary_yes_no",
-        ]
-    }
     fn name(&self) -> &str {
         if self.with_retrieval {
             "toqd"
@@ -325,17 +310,14 @@ impl Strategy for Toqd {
         }
     }
 
-    fn needs_retriever(&self) -> bool {
-        self.with_retrieval
-    }
-
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let prompt = ctx.render("toqd_decompose", &[("question", question)])?;
         let plan = match self.plan(ctx, None, question, prompt).await {
             Ok(Some(plan)) => plan,
             Ok(None) => Plan { questions: vec![question.to_string()], topology: Topology::chain(1) },
+            Err(e) if e.is_fatal() => return Err(e),
             Err(e) => {
-                ctx.rec.best_effort(format!("planning failed: {e}; answering the question as one node"));
+                ctx.rec().best_effort(format!("planning failed: {e}; answering the question as one node"));
                 Plan { questions: vec![question.to_string()], topology: Topology::chain(1) }
             }
         };
@@ -345,7 +327,7 @@ impl Strategy for Toqd {
         for (i, q) in plan.questions.iter().enumerate() {
             let id = (i + 1).to_string();
             let parents: Vec<String> = plan.topology.parents(i + 1).iter().map(|p| p.to_string()).collect();
-            ctx.rec.upsert_node(NodeTrace {
+            ctx.rec().upsert_node(NodeTrace {
                 id: id.clone(),
                 question: q.clone(),
                 parents: parents.clone(),
@@ -354,11 +336,15 @@ impl Strategy for Toqd {
             dag.add_node(&id, q, parents, 0);
         }
         for (a, b) in &plan.topology.edges {
-            ctx.rec.add_edge(&a.to_string(), &b.to_string());
+            ctx.rec().add_edge(&a.to_string(), &b.to_string());
         }
 
         let mut observer = TraceObserver { ctx };
-        dag.execute(|task| self.resolve(ctx, question, task), &mut observer).await;
+        let fatal = std::sync::Mutex::new(None);
+        dag.execute(|task| self.resolve(ctx, question, task, &fatal), &mut observer).await;
+        if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
 
         let dialog: Vec<(String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
@@ -366,22 +352,23 @@ impl Strategy for Toqd {
         match self.summarise(ctx, question, &dialog).await {
             Ok(Some((text, rationale, confidence))) => {
                 if let Some(c) = confidence {
-                    ctx.rec.set_confidence(c);
+                    ctx.rec().set_confidence(c);
                 }
                 Ok(Answer { text, rationale })
             }
             // A hedge, the sentinel, or a bare "Yes" to "Which band ...?": the graph's own last
             // answer is then the better final answer.
             Ok(None) => {
-                ctx.rec.repair(Repair {
+                ctx.rec().repair(Repair {
                     stage: "summary".into(),
                     rule: "summary_unanswered".into(),
                     detail: format!("the summary gave no answer; using the last node's answer `{last_answer}`"),
                 });
                 Ok(Answer { text: last_answer, rationale: None })
             }
+            Err(e) if e.is_fatal() => Err(e),
             Err(e) => {
-                ctx.rec.best_effort(format!("summary failed: {e}; using the last node's answer"));
+                ctx.rec().best_effort(format!("summary failed: {e}; using the last node's answer"));
                 Ok(Answer { text: last_answer, rationale: None })
             }
         }

@@ -9,7 +9,7 @@ use super::answers::{comparable, leaf_query, read_node_answer, vote};
 use super::options::NodeGate;
 use super::{capped, child_graph, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::{format_dialog, format_passages, Ctx};
-use crate::error::Result;
+use crate::error::{ReasonError, Result};
 use crate::executor::{NodeOutcome, NodeTask, Phase};
 use crate::gate;
 use crate::uncertainty;
@@ -26,18 +26,28 @@ struct Settled {
 }
 
 impl Toqd {
-    /// Resolves one node visit. Never fails: a backend error leaves the node unresolved with a
-    /// best-effort answer and a note in the trace.
-    pub(super) async fn resolve(&self, ctx: &Ctx, main_question: &str, task: NodeTask) -> NodeOutcome {
+    /// Resolves one node visit. A degrading error leaves the node unresolved with a best-effort
+    /// answer and a note in the trace; a fatal one is kept in `fatal` for the question to return.
+    pub(super) async fn resolve(
+        &self,
+        ctx: &Ctx,
+        main_question: &str,
+        task: NodeTask,
+        fatal: &std::sync::Mutex<Option<ReasonError>>,
+    ) -> NodeOutcome {
         match self.try_resolve(ctx, main_question, &task).await {
             Ok(outcome) => outcome,
+            Err(e) if e.is_fatal() => {
+                fatal.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                NodeOutcome::Answered { question: task.question, answer: String::new() }
+            }
             Err(e) => {
-                ctx.rec.best_effort(format!("node {}: {e}", task.id));
-                ctx.rec.update_node(&task.id, |n| {
+                ctx.rec().best_effort(format!("node {}: {e}", task.id));
+                ctx.rec().update_node(&task.id, |n| {
                     n.decision = Decision::Unresolved;
                     n.best_effort = true;
                 });
-                let question = ctx.rec.node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
+                let question = ctx.rec().node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
                 NodeOutcome::Answered { question, answer: String::new() }
             }
         }
@@ -65,7 +75,7 @@ impl Toqd {
             } else {
                 let (query, filled) = leaf_query(&question, main_question);
                 if filled {
-                    ctx.rec.repair(Repair {
+                    ctx.rec().repair(Repair {
                         stage: format!("retrieve:{id}"),
                         rule: "query_keeps_entities".into(),
                         detail: format!("the sub-question names nothing from the question; searched `{query}`"),
@@ -73,9 +83,9 @@ impl Toqd {
                 }
                 query
             };
-            passages = ctx.retrieve(Some(id), &query, ctx.k).await?;
+            passages = ctx.retrieve(Some(id), &query, ctx.k()).await?;
             let found = passages.clone();
-            ctx.rec.update_node(id, |n| n.passages = found);
+            ctx.rec().update_node(id, |n| n.passages = found);
             let prompt = ctx.render(
                 "toqd_self_verify_context",
                 &[("passages", &format_passages(&passages)), ("question", &question)],
@@ -87,7 +97,7 @@ impl Toqd {
         }
 
         // Decompose into a child graph, within the budgets.
-        if task.depth < ctx.budget.max_depth && ctx.try_expand() {
+        if task.depth < ctx.budget().max_depth && ctx.try_expand() {
             let prompt = if task.has_parents && !task.dialog.is_empty() {
                 ctx.render(
                     "toqd_decompose_internal",
@@ -109,13 +119,13 @@ impl Toqd {
                     && hopwise_core::text::normalize_answer(&plan.questions[0])
                         == hopwise_core::text::normalize_answer(&question);
                 if !repeats {
-                    ctx.rec.update_node(id, |n| n.decision = Decision::Decomposed);
+                    ctx.rec().update_node(id, |n| n.decision = Decision::Decomposed);
                     return Ok(NodeOutcome::Expand(child_graph(&plan)));
                 }
             }
         } else {
-            let why = if task.depth >= ctx.budget.max_depth { "max_depth" } else { "r_max" };
-            ctx.rec.note(format!("node {id}: {why} reached; answering best-effort"));
+            let why = if task.depth >= ctx.budget().max_depth { "max_depth" } else { "r_max" };
+            ctx.rec().note(format!("node {id}: {why} reached; answering best-effort"));
         }
 
         // Best effort: the model must answer from what it has.
@@ -130,7 +140,7 @@ impl Toqd {
             .await?;
         // Even forced, a model may still decline: keep no answer rather than the sentinel.
         let answer = read_node_answer(&question, &reply).unwrap_or_default();
-        ctx.rec.update_node(id, |n| {
+        ctx.rec().update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
             n.answer = Some(answer.clone());
@@ -159,26 +169,26 @@ impl Toqd {
                 capped(ctx, REWRITE_TOKENS),
             )
             .await?;
-        let rewritten = crate::parse::clean_answer(&reply);
+        let rewritten = crate::protocol::answer::short_answer(&reply);
         let restates_main = uncertainty::jaccard(&rewritten, main_question) >= RESTATES_MAIN
             && uncertainty::jaccard(&rewritten, &task.question) < RESTATES_MAIN;
         let usable = !rewritten.is_empty()
             && hopwise_core::text::word_count(&rewritten) as usize <= MAX_SUBQUESTION_WORDS
             && !restates_main;
         if usable {
-            ctx.rec.update_node(id, |n| n.rewritten = Some(rewritten.clone()));
+            ctx.rec().update_node(id, |n| n.rewritten = Some(rewritten.clone()));
             return Ok(rewritten);
         }
         let known: Vec<&str> = task.dialog.iter().map(|(_, a)| a.as_str()).filter(|a| !a.is_empty()).collect();
         let fallback =
             if known.is_empty() { task.question.clone() } else { format!("{} ({})", task.question, known.join("; ")) };
         let rule = if restates_main { "rewrite_restated_question" } else { "rewrite_unusable" };
-        ctx.rec.repair(Repair {
+        ctx.rec().repair(Repair {
             stage: format!("rewrite:{id}"),
             rule: rule.into(),
             detail: format!("rewrite `{}` not used; asked `{fallback}`", hopwise_core::text::truncate_words(&rewritten, 16)),
         });
-        ctx.rec.update_node(id, |n| n.rewritten = Some(fallback.clone()));
+        ctx.rec().update_node(id, |n| n.rewritten = Some(fallback.clone()));
         Ok(fallback)
     }
 
@@ -213,7 +223,7 @@ impl Toqd {
             "decision": if retrieve { "retrieve" } else { "known" },
             "self_verify": sentinel,
         });
-        ctx.rec.update_node(id, |n| n.extra = json!({ "gate": detail }));
+        ctx.rec().update_node(id, |n| n.extra = json!({ "gate": detail }));
         if retrieve {
             return Ok(None);
         }
@@ -245,7 +255,7 @@ impl Toqd {
         let vote = vote(&readings);
         let accepted = !vote.answer.is_empty() && vote.confidence >= self.opts.min_confidence;
         let detail = json!({ "samples": replies, "vote": vote.table, "confidence": vote.confidence, "accepted": accepted });
-        ctx.rec.update_node(id, |n| {
+        ctx.rec().update_node(id, |n| {
             let mut extra = n.extra.as_object().cloned().unwrap_or_default();
             extra.insert("reading".into(), detail);
             n.extra = Value::Object(extra);
@@ -256,7 +266,7 @@ impl Toqd {
     /// A decomposed node's answer from its children's dialog.
     async fn aggregate(&self, ctx: &Ctx, task: &NodeTask) -> Result<NodeOutcome> {
         let id = task.id.as_str();
-        let question = ctx.rec.node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
+        let question = ctx.rec().node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
         let reply = ctx
             .complete_with(
                 "aggregate",
@@ -267,7 +277,7 @@ impl Toqd {
             )
             .await?;
         let answer = read_node_answer(&question, &reply).unwrap_or_default();
-        ctx.rec.update_node(id, |n| n.answer = Some(answer.clone()));
+        ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
         Ok(NodeOutcome::Answered { question, answer })
     }
 }
@@ -275,7 +285,7 @@ impl Toqd {
 /// Marks node `id` answered and returns the executor's outcome.
 fn record(ctx: &Ctx, id: &str, decision: Decision, question: String, settled: Settled) -> NodeOutcome {
     let Settled { answer, confidence } = settled;
-    ctx.rec.update_node(id, |n| {
+    ctx.rec().update_node(id, |n| {
         n.decision = decision;
         n.answer = Some(answer.clone());
         if let Some(c) = confidence {
