@@ -19,6 +19,19 @@ pub enum NodeGate {
     Both,
 }
 
+/// Where a node that needs evidence looks first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Evidence {
+    /// The paper's flow: each node that needs evidence retrieves with its own sub-question.
+    Node,
+    /// One retrieval with the main question before the graph runs; a node that needs evidence reads
+    /// those passages first and retrieves with its own sub-question only when they leave it
+    /// unanswered, and the summary reads them next to the nodes' answers. Multi-hop questions name
+    /// most of their hops, so one search often covers several nodes.
+    Question,
+}
+
 /// ToQD switches. `critique`, `construct`, `self_verify` and `rewrite` are the paper's ablations.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -55,6 +68,11 @@ pub struct ToqdOptions {
     /// A reading of passages whose winning answer has a smaller vote share than this leaves the node
     /// unresolved (it is decomposed, or answered best-effort).
     pub min_confidence: f64,
+    /// Where a node that needs evidence looks first.
+    pub evidence: Evidence,
+    /// Most nodes of one question decomposed into child graphs (each costs a plan and its nodes'
+    /// calls); the budget's `r_max` still applies.
+    pub max_expansions: u32,
 }
 
 impl Default for ToqdOptions {
@@ -74,6 +92,8 @@ impl Default for ToqdOptions {
             sample_temperature: 1.0,
             read_temperature: 0.5,
             min_confidence: 0.5,
+            evidence: Evidence::Question,
+            max_expansions: 1,
         }
     }
 }
