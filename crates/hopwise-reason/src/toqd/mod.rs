@@ -105,8 +105,11 @@ fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> 
         .collect()
 }
 
-/// Word-set Jaccard at or above which a sub-question counts as a restatement.
+/// Word-set Jaccard at or above which a sub-question counts as a restatement of the question.
 const RESTATEMENT_JACCARD: f64 = 0.8;
+/// Between two sub-questions the bar is higher: siblings often differ in the one word that matters
+/// ("the name of the club" and "the nickname of the club"), which still leaves a Jaccard of ~0.87.
+const SIBLING_RESTATEMENT_JACCARD: f64 = 0.9;
 
 /// Drops sub-questions that restate the question being decomposed or an earlier sub-question: each
 /// would cost a node (and its verification calls) without narrowing anything. Keeps the first item
@@ -117,7 +120,7 @@ fn drop_restatements(items: Vec<String>, question: &str, stage: &str, ctx: &Ctx)
     for item in items {
         let restated = if uncertainty::jaccard(&item, question) >= RESTATEMENT_JACCARD {
             Some("the question itself")
-        } else if kept.iter().any(|k| uncertainty::jaccard(&item, k) >= RESTATEMENT_JACCARD) {
+        } else if kept.iter().any(|k| uncertainty::jaccard(&item, k) >= SIBLING_RESTATEMENT_JACCARD) {
             Some("an earlier sub-question")
         } else {
             None

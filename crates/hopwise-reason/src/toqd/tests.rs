@@ -161,6 +161,28 @@ async fn a_yes_summary_to_a_yes_no_question_stands() {
 }
 
 #[tokio::test]
+async fn siblings_that_differ_in_the_word_that_matters_are_both_kept() {
+    let critiqued = Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = critiqued.clone();
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on(
+                DECOMPOSE,
+                "1. What was the name of the club Leonard Francis played for?\n\
+                 2. What was the nickname of the club Leonard Francis played for?",
+            )
+            .on_fn(CRITIQUE, move |prompt, _| {
+                *seen.lock().expect("lock") = prompt.to_string();
+                "1. What was the name of the club Leonard Francis played for?".into()
+            }),
+    );
+    let t = ask("toqd", paper(), llm, Some(corpus()), Budget::default()).await;
+    let prompt = critiqued.lock().expect("lock").clone();
+    assert!(prompt.contains("2. What was the nickname of the club"), "{prompt}");
+    assert!(!t.repairs.iter().any(|r| r.rule == "drop_restated_subquestion"));
+}
+
+#[tokio::test]
 async fn sub_questions_that_restate_the_question_or_each_other_are_dropped() {
     let question = "Which Canadian rock band released Counterparts and had a Hall of Fame drummer?";
     let critiqued = Arc::new(std::sync::Mutex::new(String::new()));
@@ -170,7 +192,7 @@ async fn sub_questions_that_restate_the_question_or_each_other_are_dropped() {
             DECOMPOSE,
             &format!(
                 "1. Which band released the song Counterparts?\n2. {question}\n3. Who was the drummer of that band?\n\
-                 4. Who was the drummer of that band then?"
+                 4. who was the drummer of THAT band"
             ),
         )
         .on_fn(CRITIQUE, move |prompt, _| {
