@@ -574,7 +574,7 @@ async fn the_question_passages_answer_a_node_without_a_search_of_its_own() {
     assert!(p.contains(&"read_question_passages".to_string()));
     assert!(!p.contains(&"self_verify_context".to_string()), "no reading of a node search: {p:?}");
     let summary_prompt = summary_prompt.lock().expect("not poisoned").clone();
-    assert!(summary_prompt.contains("Passages found for the question"), "the summary reads the passages too");
+    assert!(summary_prompt.contains("\nPassages:\n[1]"), "the summary reads the passages too: {summary_prompt}");
     assert!(summary_prompt.contains("Neil Peart was the drummer of Rush"));
 }
 
