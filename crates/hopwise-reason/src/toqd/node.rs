@@ -199,9 +199,13 @@ impl Toqd {
         let rewritten = crate::protocol::answer::short_answer(&reply);
         let restates_main = uncertainty::jaccard(&rewritten, main_question) >= RESTATES_MAIN
             && uncertainty::jaccard(&rewritten, &task.question) < RESTATES_MAIN;
+        // A statement ("In 1972, X died") or a bare answer ("Murcia") searched as the node's query
+        // finds passages about the guess, not the question.
+        let not_a_question = !rewritten.is_empty() && !crate::protocol::is_question(&rewritten);
         let usable = !rewritten.is_empty()
             && hopwise_core::text::word_count(&rewritten) as usize <= MAX_SUBQUESTION_WORDS
-            && !restates_main;
+            && !restates_main
+            && !not_a_question;
         if usable {
             ctx.rec().update_node(id, |n| n.rewritten = Some(rewritten.clone()));
             return Ok(rewritten);
@@ -209,7 +213,13 @@ impl Toqd {
         let known: Vec<&str> = task.dialog.iter().map(|(_, a)| a.as_str()).filter(|a| !a.is_empty()).collect();
         let fallback =
             if known.is_empty() { task.question.clone() } else { format!("{} ({})", task.question, known.join("; ")) };
-        let rule = if restates_main { "rewrite_restated_question" } else { "rewrite_unusable" };
+        let rule = if restates_main {
+            "rewrite_restated_question"
+        } else if not_a_question {
+            "rewrite_not_a_question"
+        } else {
+            "rewrite_unusable"
+        };
         ctx.rec().repair(Repair {
             stage: format!("rewrite:{id}"),
             rule: rule.into(),

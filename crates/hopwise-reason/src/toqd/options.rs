@@ -43,8 +43,10 @@ pub struct ToqdOptions {
     pub critique_min: usize,
     /// Ask the model for the topology; without it sub-questions form a chain in list order.
     pub construct: bool,
-    /// Ask the model whether it knows a node's answer before retrieving; without it every node
-    /// retrieves.
+    /// Ask the node gate whether the model knows a node's answer before it reads passages; without
+    /// it every node reads. Off by default: the local 1.5B model's closed-book answers to single-hop
+    /// steps were right 1-4% of the time (`hopwise gate-eval`, EVALUATION.md), so the gate cost a call
+    /// per node and saved almost none. Turn it on for models that know more.
     pub self_verify: bool,
     /// Rewrite internal nodes with their predecessors' answers.
     pub rewrite: bool,
@@ -70,8 +72,10 @@ pub struct ToqdOptions {
     pub min_confidence: f64,
     /// Where a node that needs evidence looks first.
     pub evidence: Evidence,
-    /// Most nodes of one question decomposed into child graphs (each costs a plan and its nodes'
-    /// calls); the budget's `r_max` still applies.
+    /// Most nodes of one question decomposed into child graphs when even passages leave them
+    /// unanswered (the paper's last resort; each costs a plan and its children's calls, 10-20 with
+    /// the local 1.5B, and rarely changed the answer on dev questions); the budget's `r_max` still
+    /// applies. 0: such a node is answered best-effort from its passages.
     pub max_expansions: u32,
 }
 
@@ -81,7 +85,7 @@ impl Default for ToqdOptions {
             critique: true,
             critique_min: 3,
             construct: true,
-            self_verify: true,
+            self_verify: false,
             rewrite: true,
             grammar: true,
             max_subquestions: 6,
@@ -93,7 +97,7 @@ impl Default for ToqdOptions {
             read_temperature: 0.5,
             min_confidence: 0.5,
             evidence: Evidence::Question,
-            max_expansions: 1,
+            max_expansions: 0,
         }
     }
 }

@@ -86,6 +86,8 @@ fn paper() -> StrategyOptions {
 fn node_evidence() -> StrategyOptions {
     let mut o = StrategyOptions::default();
     o.set("evidence", serde_json::json!("node"));
+    o.set("self_verify", serde_json::json!(true));
+    o.set("max_expansions", serde_json::json!(6));
     o
 }
 
@@ -465,6 +467,38 @@ async fn a_rewrite_that_restates_the_main_question_is_not_used() {
     let n2 = t.node("2").expect("node 2");
     assert_eq!(n2.rewritten.as_deref(), Some("Who was the drummer of that band? (Rush)"));
     assert!(t.repairs.iter().any(|r| r.rule == "rewrite_restated_question"), "{:?}", t.repairs);
+}
+
+#[tokio::test]
+async fn a_rewrite_that_is_a_statement_or_a_bare_answer_is_not_used() {
+    for rewrite in ["In 1975, Rush had a drummer", "Rush"] {
+        let llm = sampling_model_after(ScriptedLlm::new().on(REWRITE, rewrite));
+        let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
+        let n2 = t.node("2").expect("node 2");
+        assert_eq!(n2.rewritten.as_deref(), Some("Who was the drummer of that band? (Rush)"), "{rewrite}");
+        assert!(t.repairs.iter().any(|r| r.rule == "rewrite_not_a_question"), "{rewrite}: {:?}", t.repairs);
+    }
+}
+
+#[tokio::test]
+async fn the_defaults_read_the_question_passages_without_a_closed_book_gate_or_child_graphs() {
+    // Node 2's readings decline everywhere: with the defaults it is answered best-effort from its
+    // own search, not decomposed, and no node asks the model closed-book first.
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on_fn(WITH_CONTEXT, |p, _| if p.contains("Which band released") { "Rush".into() } else { "NO!".into() })
+            .on(BEST_EFFORT, "Neil Peart"),
+    );
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let p = purposes(&t);
+    assert!(!p.iter().any(|x| x == "self_verify" || x == "uncertainty_samples"), "{p:?}");
+    assert!(!p.iter().any(|x| x == "decompose" && p.iter().filter(|y| *y == "decompose").count() > 1), "{p:?}");
+    assert_eq!(t.node("1").map(|n| n.decision), Some(Decision::Retrieved));
+    let n2 = t.node("2").expect("node 2");
+    assert_eq!(n2.decision, Decision::Unresolved);
+    assert_eq!(n2.answer.as_deref(), Some("Neil Peart"));
+    assert_eq!(t.stats.retrieval_rounds, 2, "the question's search and node 2's own");
+    assert!(t.notes.iter().any(|n| n.contains("max_expansions")), "{:?}", t.notes);
 }
 
 #[tokio::test]
