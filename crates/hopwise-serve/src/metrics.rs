@@ -46,6 +46,17 @@ pub struct Metrics {
     prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
     rejected_busy: AtomicU64,
+    rejected_connections: AtomicU64,
+    connections_open: AtomicU64,
+}
+
+/// Counts a connection as open for as long as it lives.
+pub struct OpenConnection<'a>(&'a AtomicU64);
+
+impl Drop for OpenConnection<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -77,6 +88,16 @@ impl Metrics {
 
     pub fn rejected_busy(&self) {
         self.rejected_busy.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection refused because `max_connections` were open.
+    pub fn rejected_connection(&self) {
+        self.rejected_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_opened(&self) -> OpenConnection<'_> {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(&self.connections_open)
     }
 
     pub fn llm_calls(&self) -> u64 {
@@ -125,6 +146,11 @@ impl Metrics {
                 "Requests refused with 503 because all slots were taken.",
                 &self.rejected_busy,
             ),
+            (
+                "hopwise_rejected_connections_total",
+                "Connections closed at once because max_connections were open.",
+                &self.rejected_connections,
+            ),
         ];
         for (name, help, value) in counters {
             let _ =
@@ -135,6 +161,11 @@ impl Metrics {
         let _ =
             writeln!(out, "# HELP hopwise_max_concurrency The configured limit.\n# TYPE hopwise_max_concurrency gauge");
         let _ = writeln!(out, "hopwise_max_concurrency {max_concurrency}");
+        let _ = writeln!(
+            out,
+            "# HELP hopwise_connections_open HTTP connections open now.\n# TYPE hopwise_connections_open gauge"
+        );
+        let _ = writeln!(out, "hopwise_connections_open {}", self.connections_open.load(Ordering::Relaxed));
         out
     }
 }
