@@ -12,6 +12,7 @@ use hopwise_reason::Ctx;
 
 use crate::backends;
 use crate::cli::EvalArgs;
+use crate::terminal::safe;
 
 pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     config.apply(&hopwise_config::Overrides {
@@ -92,7 +93,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     };
     // Unreadable dataset records are skipped, never silently: each one is named with its file:line.
     for record in &outcome.skipped {
-        eprintln!("warning: skipped {record}");
+        eprintln!("warning: skipped {}", safe(&record.to_string()));
     }
     if args.json {
         println!(
