@@ -150,8 +150,11 @@ impl OpenAiLlm {
         let timeout = positive_secs(config.timeout_secs, "timeout_secs")?;
         let connect_timeout = positive_secs(config.connect_timeout_secs, "connect_timeout_secs")?;
         let retry_after_cap = positive_secs(config.retry_after_max_secs, "retry_after_max_secs")?;
-        if config.max_in_flight == 0 {
-            return Err(Error::Config("openai backend: `max_in_flight` must be at least 1".into()));
+        if config.max_in_flight == 0 || config.max_in_flight > Semaphore::MAX_PERMITS {
+            return Err(Error::Config(format!(
+                "openai backend: `max_in_flight` must be between 1 and {}",
+                Semaphore::MAX_PERMITS
+            )));
         }
 
         let mut headers = HeaderMap::new();
@@ -607,6 +610,7 @@ mod tests {
             OpenAiConfig { timeout_secs: 0.0, ..ok.clone() },
             OpenAiConfig { timeout_secs: f64::NAN, ..ok.clone() },
             OpenAiConfig { max_in_flight: 0, ..ok.clone() },
+            OpenAiConfig { max_in_flight: usize::MAX, ..ok.clone() },
             OpenAiConfig { headers: [("bad header".to_string(), "v".to_string())].into(), ..ok.clone() },
             OpenAiConfig { api_key_env: Some("HOPWISE_TEST_SURELY_UNSET_VAR".into()), ..ok.clone() },
         ] {
