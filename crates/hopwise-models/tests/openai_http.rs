@@ -465,3 +465,13 @@ async fn a_body_dripped_slower_than_the_timeout_is_cut_off() {
     server.heal();
     assert_eq!(llm.chat(&question(1, None)).await.expect("healed").text(), "x");
 }
+
+#[tokio::test]
+async fn a_response_over_the_size_limit_is_refused_not_buffered() {
+    let server = serve(ScriptedLlm::new().fallback("x")).await;
+    server.push_fault(Fault::Raw { status: 200, body: "x".repeat(33 * 1024 * 1024) });
+    let llm = OpenAiLlm::new(OpenAiConfig { max_retries: 0, ..config(&server.base_url()) }).unwrap();
+    let err = llm.chat(&question(1, None)).await.expect_err("too large");
+    assert_eq!(kind(&err), Some(BackendErrorKind::Malformed), "{err}");
+    assert!(err.to_string().contains("larger than 32 MiB"), "{err}");
+}
