@@ -10,8 +10,8 @@
 //!   cargo build --release -p hopwise --example soak
 //!   target/release/examples/soak [--binary target/release/hopwise] [--minutes 10] [--clients 8] [--latency-ms 20]
 //!
-//! Linux only (it reads /proc). Exits 1 if the server panicked, failed to stop cleanly, or answered a
-//! request in a way the load did not expect.
+//! Linux only (the server reports its memory and descriptors from /proc on /metrics). Exits 1 if the
+//! server panicked, failed to stop cleanly, or answered a request in a way the load did not expect.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,19 +72,29 @@ fn model() -> ScriptedLlm {
         .fallback("Answer: Rush")
 }
 
-/// (RSS in MiB, peak RSS in MiB, open file descriptors) of a process, from /proc.
-fn usage(pid: u32) -> (f64, f64, usize) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
+/// (RSS in MiB, peak RSS in MiB, open file descriptors) of the server, from its `/metrics`.
+async fn usage(client: &reqwest::Client, base: &str) -> Result<(f64, f64, f64), String> {
+    let text = client
+        .get(format!("{base}/metrics"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .map_err(|e| format!("/metrics: {e}"))?
+        .text()
+        .await
+        .map_err(|e| format!("/metrics: {e}"))?;
+    let gauge = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+            .ok_or_else(|| format!("/metrics has no {name} (not Linux?)"))
     };
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
-    (field("VmRSS:"), field("VmHWM:"), fds)
+    let mib = 1024.0 * 1024.0;
+    Ok((
+        gauge("process_resident_memory_bytes")? / mib,
+        gauge("process_resident_memory_peak_bytes")? / mib,
+        gauge("process_open_fds")?,
+    ))
 }
 
 #[derive(Default)]
@@ -281,7 +291,7 @@ async fn run(args: Args) -> Result<bool, String> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let start = usage(pid);
+    let start = usage(&client, &base).await?;
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(args.minutes * 60.0);
     let tally = Arc::new(Tally::default());
@@ -329,7 +339,8 @@ async fn run(args: Args) -> Result<bool, String> {
     // Measured once idle connections have been closed (the read timeout is 5 s) and our pool is gone.
     drop(client);
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let end = usage(pid);
+    let scrape = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().map_err(|e| e.to_string())?;
+    let end = usage(&scrape, &base).await?;
 
     let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
     let stop = Instant::now();
@@ -368,7 +379,7 @@ async fn run(args: Args) -> Result<bool, String> {
         println!("  {n:>8}  {what}");
     }
     println!("server RSS: {:.1} MiB at start, {:.1} MiB at end (peak {:.1} MiB)", start.0, end.0, end.1);
-    println!("server open file descriptors: {} at start, {} at end", start.2, end.2);
+    println!("server open file descriptors: {:.0} at start, {:.0} at end", start.2, end.2);
     println!("panics in the server log: {panics} ({})", log_path.display());
     let clean = matches!(status, Some(s) if s.success());
     println!(

@@ -33,7 +33,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use error::{Result, ServeError};
-pub use metrics::Metrics;
+pub use metrics::{Metrics, ProcessUsage};
 pub use run::AskRequest;
 pub use state::{AppState, AppStateBuilder, Defaults, Limits};
 
