@@ -277,6 +277,14 @@ pub struct EvalArgs {
     /// Do not use the on-disk cache of model calls.
     #[arg(long)]
     pub no_cache: bool,
+    /// A strategy option for every strategy of the run, `KEY=VALUE` (repeatable), e.g.
+    /// `--opt critique=false`; overrides `[strategies.NAME]`.
+    #[arg(long = "opt", value_name = "KEY=VALUE")]
+    pub opts: Vec<String>,
+    /// Start no new question after this much wall time (`90s`, `45m`, `2h`, `1h30m`); questions in
+    /// flight finish and are written, and the next run resumes from there.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub time_budget: Option<std::time::Duration>,
     #[command(flatten)]
     pub retrieval: RetrievalFlags,
     /// Print a JSON summary of the run.
@@ -343,4 +351,51 @@ pub struct RetrievalEvalArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parses `90`, `90s`, `45m`, `2h`, `1h30m` (whole numbers, units s/m/h; a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(seconds));
+    }
+    let mut total: u64 = 0;
+    let mut digits = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(format!("`{text}`: unknown unit `{c}` (use s, m or h, e.g. 90m or 1h30m)")),
+        };
+        let value: u64 = digits.parse().map_err(|_| format!("`{text}`: a number must come before `{c}`"))?;
+        total = value.checked_mul(unit).and_then(|v| total.checked_add(v)).ok_or(format!("`{text}` is too long"))?;
+        digits.clear();
+    }
+    if !digits.is_empty() {
+        return Err(format!("`{text}`: the last number has no unit (s, m or h)"));
+    }
+    Ok(std::time::Duration::from_secs(total))
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_or_say_why_not() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("45m"), Ok(Duration::from_secs(2700)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert!(parse_duration("2d").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("1h30").unwrap_err().contains("no unit"));
+        assert!(parse_duration("h").is_err());
+        assert!(parse_duration("99999999999999999999h").is_err());
+    }
 }

@@ -18,7 +18,7 @@ use crate::results::write_atomic;
 pub struct EvalConfig {
     /// Dataset files (normalised JSONL or an original format); each file's stem names its column.
     pub datasets: Vec<PathBuf>,
-    /// Strategy names as in `hopwise_reason::strategy::CATALOG`.
+    /// Strategy names as in `hopwise_reason::strategy::STRATEGIES`.
     pub strategies: Vec<String>,
     /// Options per strategy name (missing: defaults).
     pub strategy_options: BTreeMap<String, StrategyOptions>,
@@ -43,6 +43,9 @@ pub struct EvalConfig {
     /// Stop the run after this many jobs in a row fail in a backend (failed jobs are retried by the
     /// next run, so a dead server does not fill the results with empty answers).
     pub max_consecutive_failures: usize,
+    /// Start no new job once this much wall time has passed; jobs in flight finish and are written, so
+    /// the run ends between questions and the next run resumes from there.
+    pub time_budget: Option<std::time::Duration>,
 }
 
 impl EvalConfig {
@@ -62,6 +65,7 @@ impl EvalConfig {
             settings: BTreeMap::new(),
             plots: true,
             max_consecutive_failures: 5,
+            time_budget: None,
         }
     }
 

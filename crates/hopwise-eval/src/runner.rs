@@ -73,6 +73,8 @@ pub struct RunOutcome {
     pub ran: usize,
     /// Jobs whose backend failed (not written; retried by the next run).
     pub failed: Vec<FailedJob>,
+    /// Jobs not started because the time budget ran out (the next run does them).
+    pub not_started: usize,
     /// Dataset records that could not be loaded.
     pub skipped: Vec<SkippedRecord>,
     pub summary: Summary,
@@ -151,9 +153,10 @@ pub async fn run_eval(
     let mut ran = 0usize;
     let mut failed: Vec<FailedJob> = Vec::new();
     let mut failing_in_a_row = 0usize;
+    let out_of_time = || config.time_budget.is_some_and(|budget| started.elapsed() >= budget);
     // Errors stop the loop; the summary is still brought up to date with what finished.
     let stopped: Result<()> = loop {
-        while running.len() < concurrency {
+        while running.len() < concurrency && !out_of_time() {
             let Some((job, strategy)) = pending.next() else {
                 break;
             };
@@ -218,8 +221,12 @@ pub async fn run_eval(
     }
     progress.finish(&snapshot);
 
-    let (summary, notes) = regenerate_reports(&out, config.plots)?;
-    Ok(RunOutcome { total, resumed, ran, failed, skipped, summary, notes })
+    let not_started = pending.len();
+    let (summary, mut notes) = regenerate_reports(&out, config.plots)?;
+    if not_started > 0 {
+        notes.push(format!("time budget reached: {not_started} jobs not started; run again to resume"));
+    }
+    Ok(RunOutcome { total, resumed, ran, failed, not_started, skipped, summary, notes })
 }
 
 /// Creates the output directory, or names the problem when a file stands in its way.
