@@ -15,6 +15,7 @@ pub mod config;
 pub mod context;
 pub mod dataset;
 pub mod error;
+pub mod gate_eval;
 pub mod lock;
 pub mod metrics;
 pub mod plots;
