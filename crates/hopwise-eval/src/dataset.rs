@@ -163,7 +163,7 @@ pub fn load_dataset(path: &Path) -> Result<Dataset> {
 }
 
 /// Opens `path` if it is a regular file (or a link to one).
-fn open_regular(path: &Path) -> Result<BufReader<File>> {
+pub(crate) fn open_regular(path: &Path) -> Result<BufReader<File>> {
     let read_err = |e| EvalError::Read { path: path.to_path_buf(), source: e };
     let meta = std::fs::metadata(path).map_err(read_err)?;
     if !meta.is_file() {
@@ -188,7 +188,7 @@ fn first_byte(reader: &mut impl BufRead) -> std::io::Result<Option<u8>> {
     }
 }
 
-enum Line {
+pub(crate) enum Line {
     End,
     Complete,
     /// Longer than the limit; its bytes were read and dropped.
@@ -196,7 +196,7 @@ enum Line {
 }
 
 /// Reads one line (without its `\n` or `\r\n`) into `line`, holding at most `max` bytes of it.
-fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+pub(crate) fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
     line.clear();
     let (mut any, mut too_long) = (false, false);
     loop {
