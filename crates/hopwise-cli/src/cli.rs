@@ -40,6 +40,12 @@ pub struct GlobalArgs {
     /// Use an OpenAI-compatible server at this URL (e.g. http://127.0.0.1:8000/v1); key from $OPENAI_API_KEY.
     #[arg(long, global = true, env = "HOPWISE_BASE_URL")]
     pub base_url: Option<String>,
+    /// Seconds one request to an OpenAI-compatible server may take (default: the backend's, 120).
+    #[arg(long, global = true, env = "HOPWISE_LLM_TIMEOUT_SECS", value_name = "SECS")]
+    pub llm_timeout_secs: Option<f64>,
+    /// Retries of a failed request to an OpenAI-compatible server (default: the backend's, 3).
+    #[arg(long, global = true, env = "HOPWISE_LLM_MAX_RETRIES", value_name = "N")]
+    pub llm_max_retries: Option<u32>,
     /// Retrieval backend: bm25, dense (all-MiniLM-L6-v2; needs `hopwise index --dense`), hybrid (both,
     /// fused), or a remote engine: typesense, milvus, opensearch (see --typesense-url and friends).
     #[arg(
@@ -315,6 +321,12 @@ pub struct ServeArgs {
     /// Largest request body in bytes (413 above).
     #[arg(long, env = "HOPWISE_SERVE_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// Connections open at once; more are answered 503 and closed.
+    #[arg(long, env = "HOPWISE_SERVE_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Seconds a client has to send its request headers, and then its body (the connection is closed; 408).
+    #[arg(long, env = "HOPWISE_SERVE_READ_TIMEOUT_SECS")]
+    pub read_timeout_secs: Option<u64>,
     /// Strategy, index and budgets: the defaults for requests, which may pick another strategy and lower `k`
     /// or `r_max` but not raise them.
     #[command(flatten)]

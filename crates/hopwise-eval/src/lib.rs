@@ -4,7 +4,8 @@
 //! - [`context`]: a BM25 retriever over one example's own paragraphs (distractor setting).
 //! - [`metrics`]: cover-EM, EM, F1, ROUGE-L, FEVER label accuracy, Hits/MAP/MRR@K (pure functions).
 //! - [`runner`]: [`run_eval`] runs datasets × strategies through a caller-given context factory,
-//!   appending one fsync'd line per job to `results.jsonl` and resuming from it.
+//!   appending one fsync'd line per job to `results.jsonl` and resuming from it; [`lock`] keeps a
+//!   second run out of a directory in use.
 //! - [`summary`]: `summary.md` / `summary.json`, recomputed from `results.jsonl`.
 //! - [`retrieval_eval`]: query-rewriting methods (native, HyDE, sub-question, multi-query, ToQD)
 //!   scored by Hits/MAP/MRR@K against gold evidence.
@@ -15,6 +16,7 @@ pub mod context;
 pub mod dataset;
 pub mod error;
 pub mod gate_eval;
+pub mod lock;
 pub mod metrics;
 pub mod plots;
 pub mod progress;

@@ -264,7 +264,7 @@ mod tests {
         let mut log = ResultsLog::with_file(PathBuf::from("out/results.jsonl"), disk, 0);
         log.append(&record("1", "cot")).expect("first fits");
         let err = log.append(&record("2", "cot")).expect_err("second does not fit");
-        assert!(err.to_string().contains("disk full"), "{err}");
+        assert!(err.to_string().contains("the disk is full"), "{err}");
         assert_eq!(log.file.data.len(), one, "the partial second line was cut off");
         assert_eq!(log.file.data.last(), Some(&b'\n'));
     }

@@ -10,6 +10,7 @@ use hopwise_eval::{run_eval, EvalConfig, ExampleContextRetriever, IndicatifProgr
 
 use crate::cli::EvalArgs;
 use crate::runtime::{self, Needs};
+use crate::terminal::safe;
 
 pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     config.apply(&hopwise_config::Overrides {
@@ -84,7 +85,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     };
     // Unreadable dataset records are skipped, never silently: each one is named with its file:line.
     for record in &outcome.skipped {
-        eprintln!("warning: skipped {record}");
+        eprintln!("warning: skipped {}", safe(&record.to_string()));
     }
     if args.json {
         println!(

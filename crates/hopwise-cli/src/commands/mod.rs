@@ -25,6 +25,8 @@ pub fn load_config(global: &GlobalArgs) -> Result<Config> {
         model: global.model.clone(),
         base_url: global.base_url.clone(),
         threads: global.threads,
+        llm_timeout_secs: global.llm_timeout_secs,
+        llm_max_retries: global.llm_max_retries,
         retriever: global.retriever.clone(),
         remote: global.remote.overrides(),
         ..Default::default()

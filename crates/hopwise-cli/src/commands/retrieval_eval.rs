@@ -28,7 +28,7 @@ pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode
     }
     let mut dataset = load_dataset(&args.dataset)?;
     for record in &dataset.skipped {
-        eprintln!("warning: skipped {record}");
+        eprintln!("warning: skipped {}", crate::terminal::safe(&record.to_string()));
     }
     if let Some(limit) = args.limit {
         dataset.examples.truncate(limit);
