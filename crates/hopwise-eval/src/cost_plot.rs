@@ -61,6 +61,23 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo / 1.6, hi * 2.5)
 }
 
+/// Labels only the 1-2-5 ticks of a log axis, so neighbouring labels never run together.
+fn log_tick(v: &f64) -> String {
+    if *v <= 0.0 {
+        return String::new();
+    }
+    let leading = v / 10f64.powf(v.log10().floor());
+    if [1.0, 2.0, 5.0].iter().any(|d| (leading - d).abs() < 1e-6) {
+        if *v >= 1.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v}")
+        }
+    } else {
+        String::new()
+    }
+}
+
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     points: &[CostPoint],
@@ -82,7 +99,11 @@ where
         .x_desc(x_desc)
         .y_desc("cover-EM (%)")
         .label_style((FONT, 13))
-        .x_label_formatter(&|v| format!("{v:.0}"))
+        .light_line_style(WHITE)
+        .x_labels(12)
+        .x_label_formatter(&log_tick)
+        .y_labels(11)
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()
         .map_err(err)?;
     let front = pareto_front(placed);

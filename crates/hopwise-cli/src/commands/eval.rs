@@ -30,6 +30,8 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     for s in &strategies {
         hopwise_reason::strategy::build(s, &options_for(s)?)?;
     }
+    // Before any model loads, so a dataset name that is not fetched fails fast.
+    let datasets = crate::commands::data::resolve_datasets(&config, &args.dataset)?;
     let prompts = Arc::new(config.prompts()?);
     let base = backends::build_llm(&config, !args.json).await?;
     let llm: Arc<dyn Llm> = if args.no_cache {
@@ -46,7 +48,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     let embedder =
         if strategies.iter().any(|s| s.starts_with("hgot")) { backends::installed_embedder(&config)? } else { None };
 
-    let mut eval = EvalConfig::new(args.dataset.clone(), strategies.clone(), args.out.clone());
+    let mut eval = EvalConfig::new(datasets, strategies.clone(), args.out.clone());
     eval.limit = args.limit;
     eval.concurrency = args.concurrency.max(1);
     eval.k = config.k;

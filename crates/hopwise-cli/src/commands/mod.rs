@@ -1,9 +1,11 @@
 //! One module per subcommand.
 
 mod ask;
+pub mod data;
 mod eval;
 mod index;
 mod info;
+mod report;
 mod retrieval_eval;
 mod serve;
 mod setup;
@@ -43,5 +45,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Config => info::config(&config),
         Command::Index(args) => index::run(&config, args).await,
         Command::Setup(args) => setup::run(&config, args),
+        Command::Report(args) => report::run(args),
+        Command::Data(command) => data::run(&config, command).await,
     }
 }

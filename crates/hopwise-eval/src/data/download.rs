@@ -12,6 +12,17 @@ use crate::error::{EvalError, Result};
 /// An unpinned file larger than this is refused: a server that keeps sending must not fill the disk.
 pub const MAX_UNPINNED_BYTES: u64 = 2 << 30;
 
+/// The HTTP client for release downloads: redirects followed (Dropbox, Google Drive), a stalled
+/// transfer given up after two minutes without data.
+pub fn client() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .user_agent(concat!("hopwise/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .read_timeout(std::time::Duration::from_secs(120))
+        .build()
+        .map_err(|e| EvalError::Config(format!("cannot build the HTTP client: {e}")))
+}
+
 /// A verified download.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Downloaded {

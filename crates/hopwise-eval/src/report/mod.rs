@@ -48,11 +48,15 @@ pub struct ReportOutcome {
     pub notes: Vec<String>,
 }
 
-/// `target` relative to `base` when it lies inside it, else `target` as given.
+/// `target` relative to `base` when it lies inside it, else `target` as given. Only the folders
+/// need to exist (a plot stem has no file of its own).
 fn relative_to(base: &Path, target: &Path) -> String {
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let (base, full) = (canon(base), canon(target));
-    full.strip_prefix(&base).map(Path::to_path_buf).unwrap_or(full).to_string_lossy().replace('\\', "/")
+    let full = match (target.parent(), target.file_name()) {
+        (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => canon(dir).join(name),
+        _ => target.to_path_buf(),
+    };
+    full.strip_prefix(canon(base)).map(Path::to_path_buf).unwrap_or(full).to_string_lossy().replace('\\', "/")
 }
 
 /// Draws the cost-accuracy plot of every (model, dataset) with main-table results; returns the
