@@ -7,24 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hopwise_core::scripted::ScriptedLlm;
 use hopwise_models::testing::MockOpenAiServer;
 use serde_json::{json, Value};
 
-/// Without passages: "yes". With passages: the title of the first one.
-fn model() -> ScriptedLlm {
-    ScriptedLlm::new()
-        .on_fn("Use the passages", |prompt, _| {
-            let title = prompt
-                .lines()
-                .find_map(|l| l.strip_prefix("[1] "))
-                .and_then(|l| l.split(':').next())
-                .unwrap_or("unknown")
-                .to_string();
-            format!("Answer: {title}")
-        })
-        .fallback("Answer: yes")
-}
+mod common;
 
 fn paragraph(title: &str, text: &str) -> Value {
     json!({"title": title, "text": text, "supporting": true})
@@ -90,7 +76,8 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     let (home, data) = (tmp.path().join("home"), tmp.path().join("data"));
     std::fs::create_dir_all(&data).expect("mkdir");
     std::fs::write(data.join("tiny.jsonl"), dataset()).expect("dataset");
-    let server = MockOpenAiServer::start(Arc::new(model())).await.expect("mock server");
+    let server =
+        MockOpenAiServer::start(Arc::new(common::first_title_model("Answer: yes"))).await.expect("mock server");
     let url = server.base_url();
 
     // One run with both strategies: summary.md carries intervals and the paired comparison.

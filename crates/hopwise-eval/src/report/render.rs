@@ -237,6 +237,8 @@ pub fn render_section(models: &[ModelReport], plots: &PlotLinks, command: &str) 
         }
         progress(&mut out, m);
     }
+    // Sets the section off from the hand-written text that follows it.
+    out.push_str("---\n");
     out
 }
 
