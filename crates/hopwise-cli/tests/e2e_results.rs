@@ -100,7 +100,7 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     assert!(markdown.contains("## Paired with rtr"), "{markdown}");
     assert!(markdown.contains("| tiny | direct | rtr | 4 | -25.0 ["), "{markdown}");
     assert!(markdown.contains("1 / 1 / 2 |"), "{markdown}");
-    assert!(markdown.contains("50.00 [") || markdown.contains("50.0 ["), "rtr's 50 % with its interval: {markdown}");
+    assert!(markdown.contains("| 50.00 (n=4) ["), "rtr's 50 % with its interval: {markdown}");
     assert!(markdown.contains("| prompt tokens | cached prompt tokens | completion tokens |"), "{markdown}");
 
     // A results/ tree as scripts/results.sh writes it: one folder per row.

@@ -206,6 +206,11 @@ fn pct(x: f64) -> String {
     format!("{:.2}", 100.0 * x)
 }
 
+/// ` [28.00, 56.00]`: an interval in percent, after its value in summary.md.
+fn bracket(interval: Option<Interval>) -> String {
+    interval.map_or_else(String::new, |i| format!(" [{}, {}]", pct(i.low), pct(i.high)))
+}
+
 /// `42.0 [28.0, 56.0]`: a mean and its interval, in percent.
 pub fn pct_with_interval(value: f64, interval: Option<Interval>) -> String {
     match interval {
@@ -284,10 +289,10 @@ pub fn render_markdown(s: &Summary) -> String {
         crate::bootstrap::RESAMPLES
     );
     metric_table(&mut out, s, "cover-EM (fact checking: label accuracy)", &|c| {
-        format!("{} (n={})", pct_with_interval(c.accuracy, c.intervals.map(|i| i.accuracy)), c.n)
+        format!("{} (n={}){}", pct(c.accuracy), c.n, bracket(c.intervals.map(|i| i.accuracy)))
     });
-    metric_table(&mut out, s, "EM", &|c| pct_with_interval(c.em, c.intervals.map(|i| i.em)));
-    metric_table(&mut out, s, "F1", &|c| pct_with_interval(c.f1, c.intervals.map(|i| i.f1)));
+    metric_table(&mut out, s, "EM", &|c| format!("{}{}", pct(c.em), bracket(c.intervals.map(|i| i.em))));
+    metric_table(&mut out, s, "F1", &|c| format!("{}{}", pct(c.f1), bracket(c.intervals.map(|i| i.f1))));
     metric_table(&mut out, s, "ROUGE-L", &|c| pct(c.rouge_l));
 
     if !s.paired.is_empty() {
