@@ -114,14 +114,24 @@ fn list(config: &Config, args: DataListArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<16} {:<22} {:<8} {:<14} cached", "name", "aliases", "pinned", "license");
-    for e in &registry.datasets {
-        let cached = match data::cache::manifest(&home, &e.name) {
-            Some(m) => format!("{} questions, fetched {}", m.questions, m.fetched_at),
-            None => "no".into(),
-        };
-        let pinned = if e.is_pinned() { "sha256" } else { "no" };
-        println!("{:<16} {:<22} {:<8} {:<14} {cached}", e.name, e.aliases.join(","), pinned, e.license);
+    let rows: Vec<[String; 5]> = registry
+        .datasets
+        .iter()
+        .map(|e| {
+            let cached = match data::cache::manifest(&home, &e.name) {
+                Some(m) => format!("{} questions, fetched {}", m.questions, m.fetched_at),
+                None => "no".into(),
+            };
+            let pinned = if e.is_pinned() { "sha256" } else { "no" };
+            [e.name.clone(), e.aliases.join(","), pinned.into(), e.license.clone(), cached]
+        })
+        .collect();
+    let header = ["name", "aliases", "pinned", "license", "cached"].map(String::from);
+    let widths: Vec<usize> =
+        (0..5).map(|i| rows.iter().chain([&header]).map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    for row in [&header].into_iter().chain(&rows) {
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        println!("{}", cells.join("  ").trim_end());
     }
     println!("\ndata directory: {}", data::cache::data_root(&home).display());
     Ok(ExitCode::SUCCESS)

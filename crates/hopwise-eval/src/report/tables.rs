@@ -145,3 +145,76 @@ pub fn build<'a>(plan: &[PlannedRow], found: &'a [RowResults]) -> Vec<ModelRepor
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use hopwise_core::Stats;
+
+    use super::*;
+    use crate::dataset::Task;
+    use crate::report::plan::parse_plan;
+    use crate::results::RecordMetrics;
+
+    fn found(label: &str, strategy: &str, scores: &[f64]) -> RowResults {
+        let records = scores
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| ResultRecord {
+                dataset: "d".into(),
+                id: i.to_string(),
+                strategy: strategy.into(),
+                question: "q".into(),
+                qtype: None,
+                task: Task::Qa,
+                prediction: "p".into(),
+                gold: vec!["g".into()],
+                metrics: RecordMetrics { accuracy: s, cover_em: s, em: s, f1: s, rouge_l: s, label_accuracy: None },
+                retrieval: None,
+                stats: Stats::default(),
+                seconds: 2.0,
+                best_effort: false,
+                error: None,
+                trace: None,
+            })
+            .collect();
+        RowResults {
+            model: "m".into(),
+            dataset: "d".into(),
+            label: label.into(),
+            dir: PathBuf::from(label),
+            records,
+            run: None,
+            sessions: vec![],
+        }
+    }
+
+    #[test]
+    fn rows_fall_into_main_and_ablation_tables_in_plan_order() {
+        let plan = parse_plan(
+            std::path::Path::new("plan.tsv"),
+            "rtr\td\trtr\t-\t4\ntoqd\td\ttoqd\t-\t4\ntoqd-no-critique\td\ttoqd\tcritique=false\t4\n",
+        )
+        .expect("plan");
+        let rows = [
+            found("toqd-no-critique", "toqd", &[1.0, 0.0, 1.0]),
+            found("rtr", "rtr", &[1.0, 1.0, 0.0, 0.0]),
+            found("cot", "cot", &[0.0, 1.0]), // on disk, not in the plan
+        ];
+        let models = build(&plan, &rows);
+        assert_eq!(models.len(), 1);
+        let d = &models[0].datasets[0];
+        let labels = |t: &Table| t.rows.iter().map(|r| r.label.clone()).collect::<Vec<_>>();
+        assert_eq!(labels(&d.main), vec!["rtr", "toqd", "cot"], "plan order, then unplanned rows");
+        assert_eq!(d.main.rows[1].done(), 0, "toqd is planned but not run");
+        assert_eq!(d.main.rows[2].planned, None);
+        assert_eq!(d.ablations.len(), 1);
+        assert_eq!(d.ablations[0].ablated.as_deref(), Some("toqd"));
+        assert_eq!(labels(&d.ablations[0]), vec!["toqd", "toqd-no-critique"], "led by the strategy's main row");
+        let paired: Vec<(&str, usize)> = d.paired.iter().map(|p| (p.strategy.as_str(), p.accuracy.n)).collect();
+        assert_eq!(paired, vec![("toqd-no-critique", 3), ("cot", 2)], "common questions only; toqd has none");
+        let a = &d.paired[0].accuracy;
+        assert_eq!((a.mean, a.wins, a.ties, a.losses), (0.0, 1, 1, 1), "1, 0, 1 against rtr's 1, 1, 0");
+    }
+}
