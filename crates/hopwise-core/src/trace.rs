@@ -1,7 +1,7 @@
 //! The one trace type. Every strategy writes it through a [`Recorder`]; the CLI prints it, the server
 //! streams its events live, the evaluator stores it next to each result.
 //!
-//! Schema (JSON): see `docs/trace-schema.md`. Bump [`TRACE_SCHEMA_VERSION`] on breaking changes.
+//! The JSON form is these types' serde form. Bump [`TRACE_SCHEMA_VERSION`] on breaking changes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

@@ -18,7 +18,7 @@ use crate::results::write_atomic;
 pub struct EvalConfig {
     /// Dataset files (normalised JSONL or an original format); each file's stem names its column.
     pub datasets: Vec<PathBuf>,
-    /// Strategy names as in `hopwise_reason::strategy::CATALOG`.
+    /// Strategy names as in `hopwise_reason::strategy::STRATEGIES`.
     pub strategies: Vec<String>,
     /// Options per strategy name (missing: defaults).
     pub strategy_options: BTreeMap<String, StrategyOptions>,

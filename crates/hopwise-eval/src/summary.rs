@@ -177,7 +177,7 @@ pub fn summarize(records: &[ResultRecord]) -> Summary {
     }
     // Known strategies in catalog order (baselines after ToQD), others after them as first seen.
     let catalog_rank =
-        |s: &String| hopwise_reason::strategy::CATALOG.iter().position(|(name, _)| name == s).unwrap_or(usize::MAX);
+        |s: &String| hopwise_reason::strategy::STRATEGIES.iter().position(|row| row.name == s).unwrap_or(usize::MAX);
     strategies.sort_by_key(catalog_rank);
     let mut cells = Vec::new();
     let mut overall = Vec::new();

@@ -57,14 +57,8 @@ impl Default for SetupOptions {
     }
 }
 
-/// `$HOPWISE_HOME`, or `~/.cache/hopwise`.
-pub fn default_home() -> PathBuf {
-    if let Some(home) = std::env::var_os(HOME_ENV).filter(|value| !value.is_empty()) {
-        return PathBuf::from(home);
-    }
-    let user_home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-    user_home.join(".cache").join("hopwise")
-}
+/// The data directory when none is configured (one definition, shared with the configuration).
+pub use hopwise_core::default_home;
 
 /// Where assembled models live.
 pub fn models_dir(home: &Path) -> PathBuf {

@@ -1,17 +1,19 @@
-//! The per-question context. Strategies reach every backend through it, so every model call and
-//! retrieval round is timed, counted and written to the trace in one place (the call meter).
+//! The per-question context. Strategies reach every backend through it: model calls go through the
+//! question's [`Meter`], retrieval rounds through [`Ctx::retrieve`], so each is timed, counted and
+//! written to the trace.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use hopwise_core::text::word_count;
 use hopwise_core::{
-    BackendErrorKind, ChatMessage, ChatRequest, ChatResponse, Embedder, Error, EventKind, GenParams, Llm, Nli, Passage,
-    Prompts, Recorder, Retriever,
+    ChatMessage, ChatRequest, ChatResponse, Embedder, EventKind, GenParams, Llm, MeteredModel, Nli, Passage, Prompts,
+    Recorder, Retriever,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ReasonError, Result};
+use crate::meter::Meter;
+use crate::nli_judge::LlmNli;
 
 /// Limits on one question's work. Exceeding one never fails the question: the strategy answers
 /// best-effort from what it has and the trace says so.
@@ -32,50 +34,51 @@ impl Default for Budget {
     }
 }
 
-/// Everything a strategy needs to answer one question.
+/// Everything a strategy needs to answer one question. The fields are private: the model is reached
+/// only through [`Ctx::chat`] and friends (or, for helpers acting on the question's behalf, through
+/// [`Ctx::model`]), so every call is metered.
 pub struct Ctx {
-    pub llm: Arc<dyn Llm>,
-    pub retriever: Option<Arc<dyn Retriever>>,
-    pub nli: Option<Arc<dyn Nli>>,
-    pub embedder: Option<Arc<dyn Embedder>>,
-    pub prompts: Arc<Prompts>,
-    pub rec: Recorder,
-    pub budget: Budget,
+    model: Arc<Meter>,
+    retriever: Option<Arc<dyn Retriever>>,
+    /// A configured NLI backend; without one, [`Ctx::nli`] judges with the question's model.
+    nli: Option<Arc<dyn Nli>>,
+    /// The LLM judge made for this question on first use (its pair cache lives with the question).
+    judge: OnceLock<Arc<dyn Nli>>,
+    embedder: Option<Arc<dyn Embedder>>,
+    prompts: Arc<Prompts>,
+    rec: Recorder,
+    budget: Budget,
     /// Passages per retrieval round.
-    pub k: usize,
+    k: usize,
     /// Sampling defaults for single-answer calls.
-    pub params: GenParams,
+    params: GenParams,
     expansions: AtomicU32,
-    llm_calls: AtomicU64,
-    /// Set when the model backend failed in a way that will not heal within this question
-    /// (unreachable, rejected, persistently failing after its own retries): later calls fail fast.
-    backend_down: std::sync::OnceLock<String>,
-    /// Templates rendered so far (checked against `Strategy::templates` by tests).
+    /// Templates rendered so far (checked against the strategy table by tests).
     rendered: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Ctx {
     pub fn new(llm: Arc<dyn Llm>, prompts: Arc<Prompts>, rec: Recorder) -> Self {
         rec.set_meta(llm.name(), None);
+        let budget = Budget::default();
         Self {
-            llm,
+            model: Arc::new(Meter::new(llm, rec.clone(), budget.max_llm_calls)),
             retriever: None,
             nli: None,
+            judge: OnceLock::new(),
             embedder: None,
             prompts,
             rec,
-            budget: Budget::default(),
+            budget,
             k: 5,
             params: GenParams::default(),
             expansions: AtomicU32::new(0),
-            llm_calls: AtomicU64::new(0),
-            backend_down: std::sync::OnceLock::new(),
             rendered: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 
     pub fn with_retriever(mut self, retriever: Option<Arc<dyn Retriever>>) -> Self {
-        self.rec.set_meta(self.llm.name(), retriever.as_ref().map(|r| r.name()));
+        self.rec.set_meta(self.model.name(), retriever.as_ref().map(|r| r.name()));
         self.retriever = retriever;
         self
     }
@@ -91,6 +94,7 @@ impl Ctx {
     }
 
     pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.model.set_max_llm_calls(budget.max_llm_calls);
         self.budget = budget;
         self
     }
@@ -105,6 +109,44 @@ impl Ctx {
         self
     }
 
+    /// The question's metered model, for helpers that call it on the question's behalf (a query
+    /// rewriting retriever, an NLI judge).
+    pub fn model(&self) -> Arc<dyn MeteredModel> {
+        self.model.clone()
+    }
+
+    /// The question's trace recorder.
+    pub fn rec(&self) -> &Recorder {
+        &self.rec
+    }
+
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Passages per retrieval round.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Sampling defaults for single-answer calls.
+    pub fn params(&self) -> &GenParams {
+        &self.params
+    }
+
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// The NLI to judge with: the configured one, else an LLM judge over this question's model
+    /// (made once per question, so its pair cache lives exactly as long as the question).
+    pub fn nli(&self) -> Arc<dyn Nli> {
+        if let Some(nli) = &self.nli {
+            return nli.clone();
+        }
+        self.judge.get_or_init(|| Arc::new(LlmNli::new(self.model(), self.prompts.clone()))).clone()
+    }
+
     /// Fills a prompt template.
     pub fn render(&self, template: &str, vars: &[(&str, &str)]) -> Result<String> {
         self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(template.to_string());
@@ -116,7 +158,7 @@ impl Ctx {
         self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect()
     }
 
-    /// Sends one user prompt (after the configured system message) and meters the call.
+    /// Sends one user prompt (after the configured system message) through the meter.
     /// `purpose` names the step (`decompose`, `self_verify`, …) in the trace.
     pub async fn chat(
         &self,
@@ -125,68 +167,12 @@ impl Ctx {
         prompt: String,
         params: GenParams,
     ) -> Result<ChatResponse> {
-        if let Some(why) = self.backend_down.get() {
-            return Err(
-                Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")).into()
-            );
-        }
-        let used = self.llm_calls.fetch_add(1, Ordering::SeqCst);
-        if used >= self.budget.max_llm_calls {
-            return Err(Error::Budget(format!("max_llm_calls = {} reached", self.budget.max_llm_calls)).into());
-        }
         let mut messages = Vec::with_capacity(2);
         if let Some(system) = self.prompts.template("system").filter(|s| !s.trim().is_empty()) {
             messages.push(ChatMessage::system(system));
         }
         messages.push(ChatMessage::user(prompt));
-        let request = ChatRequest::new(messages, params);
-        let input_words: u64 = request.messages.iter().map(|m| word_count(&m.content)).sum();
-        let start = self.rec.now_ms();
-        let result = self.llm.chat(&request).await;
-        let (kind, out) = match result {
-            Ok(resp) => {
-                let output_words: u64 = resp.choices.iter().map(|c| word_count(&c.text)).sum();
-                self.rec.with_stats(|s| {
-                    s.llm_calls += 1;
-                    s.input_words += input_words;
-                    s.output_words += output_words;
-                    s.prompt_tokens += resp.usage.prompt_tokens;
-                    s.completion_tokens += resp.usage.completion_tokens;
-                });
-                let kind = EventKind::LlmCall {
-                    purpose: purpose.to_string(),
-                    n: request.params.n,
-                    prompt_tokens: resp.usage.prompt_tokens,
-                    completion_tokens: resp.usage.completion_tokens,
-                    input_words,
-                    output_words,
-                    grammar: resp.grammar_used,
-                    error: None,
-                };
-                (kind, Ok(resp))
-            }
-            Err(e) => {
-                if e.backend_kind()
-                    .is_some_and(|k| k != BackendErrorKind::Malformed && k != BackendErrorKind::Unsupported)
-                {
-                    let _ = self.backend_down.set(e.to_string());
-                }
-                self.rec.with_stats(|s| s.llm_calls += 1);
-                let kind = EventKind::LlmCall {
-                    purpose: purpose.to_string(),
-                    n: request.params.n,
-                    prompt_tokens: 0,
-                    completion_tokens: 0,
-                    input_words,
-                    output_words: 0,
-                    grammar: false,
-                    error: Some(e.to_string()),
-                };
-                (kind, Err(ReasonError::from(e)))
-            }
-        };
-        self.rec.event(node, start, kind);
-        out
+        Ok(self.model.send(purpose, node, ChatRequest::new(messages, params)).await?)
     }
 
     /// Renders `template`, sends it with the default parameters, and returns the trimmed reply.
@@ -240,7 +226,7 @@ impl Ctx {
 
     /// LLM calls left before `max_llm_calls`.
     pub fn llm_calls_left(&self) -> u64 {
-        self.budget.max_llm_calls.saturating_sub(self.llm_calls.load(Ordering::SeqCst))
+        self.model.calls_left()
     }
 }
 

@@ -1,4 +1,4 @@
-//! ToQD — Topology of Question Decomposition (METHODS.md §1).
+//! ToQD — Topology of Question Decomposition.
 //!
 //! Plan globally (decompose → critique → construct a topology graph), then resolve the graph in
 //! topological order with the [`executor`](crate::executor): each node is rewritten with its
@@ -12,9 +12,10 @@ use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
 use serde::Deserialize;
 
 use crate::ctx::{format_dialog, format_passages, Ctx};
-use crate::error::Result;
+use crate::error::{ReasonError, Result};
 use crate::executor::{ChildGraph, Dag, GraphObserver, NodeOutcome, NodeTask, Phase};
-use crate::parse::{self, GraphNode, Topology};
+use crate::protocol::answer;
+use crate::protocol::{self as parse, GraphNode, Topology};
 use crate::strategy::{Answer, Strategy};
 use crate::uncertainty;
 
@@ -63,7 +64,7 @@ const SUMMARY_TOKENS: u32 = 200;
 const MAX_SUBQUESTION_WORDS: usize = 40;
 
 fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
-    let mut p = ctx.params.clone();
+    let mut p = ctx.params().clone();
     p.max_tokens = p.max_tokens.min(max_tokens);
     p
 }
@@ -74,7 +75,7 @@ fn unanswered(question: &str, reply: &str) -> bool {
     if parse::is_unanswered(reply) {
         return true;
     }
-    let answer = hopwise_core::text::normalize_answer(&parse::clean_answer(reply));
+    let answer = hopwise_core::text::normalize_answer(&answer::short_answer(reply));
     matches!(answer.as_str(), "yes" | "no") && !parse::is_yes_no_question(question)
 }
 
@@ -88,7 +89,7 @@ fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> 
                 None => item.clone(),
             };
             if hopwise_core::text::word_count(&first) as usize > MAX_SUBQUESTION_WORDS {
-                ctx.rec.repair(Repair {
+                ctx.rec().repair(Repair {
                     stage: stage.to_string(),
                     rule: "drop_overlong_subquestion".into(),
                     detail: hopwise_core::text::truncate_words(&item, 12),
@@ -127,7 +128,7 @@ fn drop_restatements(items: Vec<String>, question: &str, stage: &str, ctx: &Ctx)
         kept.push(dropped.remove(0).0);
     }
     for (item, what) in dropped {
-        ctx.rec.repair(Repair {
+        ctx.rec().repair(Repair {
             stage: stage.to_string(),
             rule: "drop_restated_subquestion".into(),
             detail: format!("{} (restates {what})", hopwise_core::text::truncate_words(&item, 12)),
@@ -144,7 +145,7 @@ struct Plan {
 
 impl Toqd {
     fn structured_params(&self, ctx: &Ctx, grammar: &str) -> GenParams {
-        let mut p = ctx.params.clone();
+        let mut p = ctx.params().clone();
         p.max_tokens = p.max_tokens.min(LIST_TOKENS);
         if self.opts.grammar {
             p.grammar = Some(grammar.to_string());
@@ -169,7 +170,7 @@ impl Toqd {
         let listed = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
         let mut questions = drop_restatements(listed, question, &stage, ctx);
         if questions.is_empty() {
-            ctx.rec.repair(Repair {
+            ctx.rec().repair(Repair {
                 stage,
                 rule: "no_subquestions".into(),
                 detail: "the decomposition listed nothing".into(),
@@ -177,7 +178,7 @@ impl Toqd {
             return Ok(None);
         }
         if questions.len() > self.opts.max_subquestions {
-            ctx.rec.repair(Repair {
+            ctx.rec().repair(Repair {
                 stage: stage.clone(),
                 rule: "truncate_subquestions".into(),
                 detail: format!("kept the first {} of {}", self.opts.max_subquestions, questions.len()),
@@ -198,7 +199,7 @@ impl Toqd {
                 .await?;
             let mut repairs = Vec::new();
             let kept = parse::parse_critique(&reply, &questions, &mut repairs);
-            repairs.into_iter().for_each(|r| ctx.rec.repair(r));
+            repairs.into_iter().for_each(|r| ctx.rec().repair(r));
             questions = kept.into_iter().filter_map(|i| questions.get(i).cloned()).collect();
         }
 
@@ -219,22 +220,32 @@ impl Toqd {
         } else {
             Topology::chain(n)
         };
-        topology.repairs.iter().cloned().for_each(|r| ctx.rec.repair(r));
+        topology.repairs.iter().cloned().for_each(|r| ctx.rec().repair(r));
         Ok(Some(Plan { questions, topology }))
     }
 
-    /// Resolves one node visit. Never fails: a backend error leaves the node unresolved with a
-    /// best-effort answer and a note in the trace.
-    async fn resolve(&self, ctx: &Ctx, main_question: &str, task: NodeTask) -> NodeOutcome {
+    /// Resolves one node visit. A degrading error leaves the node unresolved with a best-effort
+    /// answer and a note in the trace; a fatal one is kept in `fatal` for the question to return.
+    async fn resolve(
+        &self,
+        ctx: &Ctx,
+        main_question: &str,
+        task: NodeTask,
+        fatal: &std::sync::Mutex<Option<ReasonError>>,
+    ) -> NodeOutcome {
         match self.try_resolve(ctx, main_question, &task).await {
             Ok(outcome) => outcome,
+            Err(e) if e.is_fatal() => {
+                fatal.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                NodeOutcome::Answered { question: task.question, answer: String::new() }
+            }
             Err(e) => {
-                ctx.rec.best_effort(format!("node {}: {e}", task.id));
-                ctx.rec.update_node(&task.id, |n| {
+                ctx.rec().best_effort(format!("node {}: {e}", task.id));
+                ctx.rec().update_node(&task.id, |n| {
                     n.decision = Decision::Unresolved;
                     n.best_effort = true;
                 });
-                let question = ctx.rec.node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
+                let question = ctx.rec().node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
                 NodeOutcome::Answered { question, answer: String::new() }
             }
         }
@@ -243,7 +254,7 @@ impl Toqd {
     async fn try_resolve(&self, ctx: &Ctx, main_question: &str, task: &NodeTask) -> Result<NodeOutcome> {
         let id = task.id.as_str();
         if task.phase == Phase::Aggregate {
-            let question = ctx.rec.node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
+            let question = ctx.rec().node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
             let reply = ctx
                 .complete_with(
                     "aggregate",
@@ -253,8 +264,8 @@ impl Toqd {
                     capped(ctx, ANSWER_TOKENS),
                 )
                 .await?;
-            let answer = parse::clean_answer(&reply);
-            ctx.rec.update_node(id, |n| n.answer = Some(answer.clone()));
+            let answer = answer::short_answer(&reply);
+            ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
             return Ok(NodeOutcome::Answered { question, answer });
         }
 
@@ -273,11 +284,11 @@ impl Toqd {
                     capped(ctx, REWRITE_TOKENS),
                 )
                 .await?;
-            let rewritten = parse::clean_answer(&reply);
+            let rewritten = answer::short_answer(&reply);
             if rewritten.is_empty() || hopwise_core::text::word_count(&rewritten) as usize > MAX_SUBQUESTION_WORDS {
                 task.question.clone()
             } else {
-                ctx.rec.update_node(id, |n| n.rewritten = Some(rewritten.clone()));
+                ctx.rec().update_node(id, |n| n.rewritten = Some(rewritten.clone()));
                 rewritten
             }
         } else {
@@ -303,9 +314,9 @@ impl Toqd {
         // Retrieve, then self-verify with context.
         let mut passages: Vec<Passage> = Vec::new();
         if self.with_retrieval {
-            passages = ctx.retrieve(Some(id), &question, ctx.k).await?;
+            passages = ctx.retrieve(Some(id), &question, ctx.k()).await?;
             let ps = passages.clone();
-            ctx.rec.update_node(id, |n| n.passages = ps);
+            ctx.rec().update_node(id, |n| n.passages = ps);
             let reply = ctx
                 .complete_with(
                     "self_verify_context",
@@ -321,7 +332,7 @@ impl Toqd {
         }
 
         // Decompose into a child graph, within the budgets.
-        if task.depth < ctx.budget.max_depth && ctx.try_expand() {
+        if task.depth < ctx.budget().max_depth && ctx.try_expand() {
             let prompt = if task.has_parents && !task.dialog.is_empty() {
                 ctx.render(
                     "toqd_decompose_internal",
@@ -343,13 +354,13 @@ impl Toqd {
                     && hopwise_core::text::normalize_answer(&plan.questions[0])
                         == hopwise_core::text::normalize_answer(&question);
                 if !repeats {
-                    ctx.rec.update_node(id, |n| n.decision = Decision::Decomposed);
+                    ctx.rec().update_node(id, |n| n.decision = Decision::Decomposed);
                     return Ok(NodeOutcome::Expand(child_graph(&plan)));
                 }
             }
         } else {
-            let why = if task.depth >= ctx.budget.max_depth { "max_depth" } else { "r_max" };
-            ctx.rec.note(format!("node {id}: {why} reached; answering best-effort"));
+            let why = if task.depth >= ctx.budget().max_depth { "max_depth" } else { "r_max" };
+            ctx.rec().note(format!("node {id}: {why} reached; answering best-effort"));
         }
 
         // Best effort: the model must answer from what it has.
@@ -363,8 +374,8 @@ impl Toqd {
             )
             .await?;
         // Even forced, a model may still decline: keep no answer rather than the sentinel.
-        let answer = if parse::is_unanswered(&reply) { String::new() } else { parse::clean_answer(&reply) };
-        ctx.rec.update_node(id, |n| {
+        let answer = if parse::is_unanswered(&reply) { String::new() } else { answer::short_answer(&reply) };
+        ctx.rec().update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
             n.answer = Some(answer.clone());
@@ -375,8 +386,8 @@ impl Toqd {
 
 /// Marks node `id` answered with `reply` and returns the executor's outcome.
 fn record_answer(ctx: &Ctx, id: &str, decision: Decision, question: String, reply: &str) -> NodeOutcome {
-    let answer = parse::clean_answer(reply);
-    ctx.rec.update_node(id, |n| {
+    let answer = answer::short_answer(reply);
+    ctx.rec().update_node(id, |n| {
         n.decision = decision;
         n.answer = Some(answer.clone());
     });
@@ -408,7 +419,7 @@ struct TraceObserver<'a> {
 impl GraphObserver for TraceObserver<'_> {
     fn child_added(&mut self, parent: &str, id: &str, question: &str, preds: &[String], depth: u32) {
         let child_preds: Vec<String> = preds.iter().filter(|p| p.starts_with(&format!("{parent}."))).cloned().collect();
-        self.ctx.rec.upsert_node(NodeTrace {
+        self.ctx.rec().upsert_node(NodeTrace {
             id: id.to_string(),
             question: question.to_string(),
             parents: preds.to_vec(),
@@ -417,29 +428,14 @@ impl GraphObserver for TraceObserver<'_> {
             ..Default::default()
         });
         for p in &child_preds {
-            self.ctx.rec.add_edge(p, id);
+            self.ctx.rec().add_edge(p, id);
         }
-        self.ctx.rec.update_node(parent, |n| n.children.push(id.to_string()));
+        self.ctx.rec().update_node(parent, |n| n.children.push(id.to_string()));
     }
 }
 
 #[async_trait]
 impl Strategy for Toqd {
-    fn templates(&self) -> &'static [&'static str] {
-        &[
-            "toqd_decompose",
-            "toqd_critique",
-            "toqd_construct",
-            "toqd_rewrite",
-            "toqd_self_verify",
-            "toqd_self_verify_context",
-            "toqd_decompose_leaf",
-            "toqd_decompose_internal",
-            "toqd_aggregate",
-            "toqd_best_effort",
-            "toqd_summary",
-        ]
-    }
     fn name(&self) -> &str {
         if self.with_retrieval {
             "toqd"
@@ -448,17 +444,14 @@ impl Strategy for Toqd {
         }
     }
 
-    fn needs_retriever(&self) -> bool {
-        self.with_retrieval
-    }
-
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let prompt = ctx.render("toqd_decompose", &[("question", question)])?;
         let plan = match self.plan(ctx, None, question, prompt).await {
             Ok(Some(plan)) => plan,
             Ok(None) => Plan { questions: vec![question.to_string()], topology: Topology::chain(1) },
+            Err(e) if e.is_fatal() => return Err(e),
             Err(e) => {
-                ctx.rec.best_effort(format!("planning failed: {e}; answering the question as one node"));
+                ctx.rec().best_effort(format!("planning failed: {e}; answering the question as one node"));
                 Plan { questions: vec![question.to_string()], topology: Topology::chain(1) }
             }
         };
@@ -468,7 +461,7 @@ impl Strategy for Toqd {
         for (i, q) in plan.questions.iter().enumerate() {
             let id = (i + 1).to_string();
             let parents: Vec<String> = plan.topology.parents(i + 1).iter().map(|p| p.to_string()).collect();
-            ctx.rec.upsert_node(NodeTrace {
+            ctx.rec().upsert_node(NodeTrace {
                 id: id.clone(),
                 question: q.clone(),
                 parents: parents.clone(),
@@ -477,11 +470,15 @@ impl Strategy for Toqd {
             dag.add_node(&id, q, parents, 0);
         }
         for (a, b) in &plan.topology.edges {
-            ctx.rec.add_edge(&a.to_string(), &b.to_string());
+            ctx.rec().add_edge(&a.to_string(), &b.to_string());
         }
 
         let mut observer = TraceObserver { ctx };
-        dag.execute(|task| self.resolve(ctx, question, task), &mut observer).await;
+        let fatal = std::sync::Mutex::new(None);
+        dag.execute(|task| self.resolve(ctx, question, task, &fatal), &mut observer).await;
+        if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
 
         let dialog: Vec<(String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
@@ -497,11 +494,11 @@ impl Strategy for Toqd {
             .await;
         match summary {
             Ok(reply) => {
-                let (text, rationale) = parse::parse_final(&reply);
+                let (text, rationale) = answer::answer_with_reason(&reply);
                 // A hedge, the sentinel, or a bare "Yes" to "Which band ...?" (small models over-apply the
                 // prompt's yes/no rule): the graph's own last answer is then the better final answer.
                 if unanswered(question, &text) && !last_answer.is_empty() {
-                    ctx.rec.repair(Repair {
+                    ctx.rec().repair(Repair {
                         stage: "summary".into(),
                         rule: "summary_unanswered".into(),
                         detail: format!("summary answered `{text}`; using the last node's answer `{last_answer}`"),
@@ -511,7 +508,7 @@ impl Strategy for Toqd {
                 Ok(Answer { text, rationale })
             }
             Err(e) => {
-                ctx.rec.best_effort(format!("summary failed: {e}; using the last node's answer"));
+                ctx.rec().best_effort(format!("summary failed: {e}; using the last node's answer"));
                 Ok(Answer { text: last_answer, rationale: None })
             }
         }

@@ -1,0 +1,141 @@
+//! The per-question model handle: the only path from a question to its model backend.
+//!
+//! Every call, whoever makes it (the strategy, the NLI judge, the query rewriter), is counted against
+//! `max_llm_calls`, stopped early once the backend has failed for good within the question (the
+//! fail-fast breaker), and recorded into the question's trace and stats by [`Meter::record`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+use hopwise_core::text::word_count;
+use hopwise_core::{
+    BackendErrorKind, ChatRequest, ChatResponse, Error, EventKind, Llm, MeteredModel, Recorder, Result,
+};
+
+/// One question's metered view of a model backend. Cheap to share (`Arc`).
+pub struct Meter {
+    llm: Arc<dyn Llm>,
+    rec: Recorder,
+    max_llm_calls: AtomicU64,
+    llm_calls: AtomicU64,
+    /// Set when the backend failed in a way that will not heal within this question (unreachable,
+    /// rejected, persistently failing after its own retries): later calls fail fast.
+    backend_down: OnceLock<String>,
+}
+
+impl Meter {
+    pub fn new(llm: Arc<dyn Llm>, rec: Recorder, max_llm_calls: u64) -> Self {
+        Self {
+            llm,
+            rec,
+            max_llm_calls: AtomicU64::new(max_llm_calls),
+            llm_calls: AtomicU64::new(0),
+            backend_down: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn set_max_llm_calls(&self, max: u64) {
+        self.max_llm_calls.store(max, Ordering::SeqCst);
+    }
+
+    /// Model calls left before `max_llm_calls`.
+    pub fn calls_left(&self) -> u64 {
+        self.max_llm_calls.load(Ordering::SeqCst).saturating_sub(self.llm_calls.load(Ordering::SeqCst))
+    }
+
+    /// The one place a model call is written into the trace: the stats it adds and its `llm_call`
+    /// event, spanning `start_ms` to now.
+    fn record(&self, purpose: &str, node: Option<&str>, request: &ChatRequest, start_ms: u64, result: &Result<ChatResponse>) {
+        let input_words: u64 = request.messages.iter().map(|m| word_count(&m.content)).sum();
+        let (prompt_tokens, completion_tokens, output_words, grammar, error) = match result {
+            Ok(resp) => (
+                resp.usage.prompt_tokens,
+                resp.usage.completion_tokens,
+                resp.choices.iter().map(|c| word_count(&c.text)).sum(),
+                resp.grammar_used,
+                None,
+            ),
+            Err(e) => (0, 0, 0, false, Some(e.to_string())),
+        };
+        // A failed call counts as a call; the words it never produced and the tokens it was never
+        // billed for do not count.
+        let answered = result.is_ok();
+        self.rec.with_stats(|s| {
+            s.llm_calls += 1;
+            if answered {
+                s.input_words += input_words;
+                s.output_words += output_words;
+                s.prompt_tokens += prompt_tokens;
+                s.completion_tokens += completion_tokens;
+            }
+        });
+        let kind = EventKind::LlmCall {
+            purpose: purpose.to_string(),
+            n: request.params.n,
+            prompt_tokens,
+            completion_tokens,
+            input_words,
+            output_words,
+            grammar,
+            error,
+        };
+        self.rec.event(node, start_ms, kind);
+    }
+
+    /// Trips the breaker on failures that retrying within this question will not cure. A malformed
+    /// reply or an unsupported request is about that one request, so it does not.
+    fn note_failure(&self, e: &Error) {
+        if e.backend_kind().is_some_and(|k| k != BackendErrorKind::Malformed && k != BackendErrorKind::Unsupported) {
+            let _ = self.backend_down.set(e.to_string());
+        }
+    }
+}
+
+#[async_trait]
+impl MeteredModel for Meter {
+    fn name(&self) -> &str {
+        self.llm.name()
+    }
+
+    async fn send(&self, purpose: &str, node: Option<&str>, request: ChatRequest) -> Result<ChatResponse> {
+        if let Some(why) = self.backend_down.get() {
+            return Err(Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")));
+        }
+        let max = self.max_llm_calls.load(Ordering::SeqCst);
+        if self.llm_calls.fetch_add(1, Ordering::SeqCst) >= max {
+            return Err(Error::Budget(format!("max_llm_calls = {max} reached")));
+        }
+        let start = self.rec.now_ms();
+        let result = self.llm.chat(&request).await;
+        if let Err(e) = &result {
+            self.note_failure(e);
+        }
+        self.record(purpose, node, &request, start, &result);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hopwise_core::scripted::ScriptedLlm;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn counts_records_and_stops_at_the_budget() {
+        let rec = Recorder::new("q", "test");
+        let meter = Meter::new(Arc::new(ScriptedLlm::new().fallback("two words")), rec.clone(), 2);
+        for _ in 0..2 {
+            meter.send("step", Some("1"), ChatRequest::user("hello there")).await.expect("within budget");
+        }
+        let err = meter.send("step", None, ChatRequest::user("again")).await.expect_err("budget spent");
+        assert!(matches!(err, Error::Budget(_)), "{err}");
+        let stats = rec.stats();
+        assert_eq!((stats.llm_calls, stats.input_words, stats.output_words), (2, 4, 4));
+        let trace = rec.snapshot();
+        assert_eq!(trace.events.len(), 2, "the refused call reached no backend and is not an event");
+        assert_eq!(trace.events[0].node_id.as_deref(), Some("1"));
+        assert_eq!(meter.calls_left(), 0);
+    }
+}
