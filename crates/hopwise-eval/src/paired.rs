@@ -52,31 +52,8 @@ pub fn compare(
 
 #[cfg(test)]
 mod tests {
-    use hopwise_core::Stats;
-
     use super::*;
-    use crate::dataset::Task;
-    use crate::results::RecordMetrics;
-
-    fn record(dataset: &str, id: &str, strategy: &str, accuracy: f64, f1: f64) -> ResultRecord {
-        ResultRecord {
-            dataset: dataset.into(),
-            id: id.into(),
-            strategy: strategy.into(),
-            question: "q".into(),
-            qtype: None,
-            task: Task::Qa,
-            prediction: "p".into(),
-            gold: vec!["g".into()],
-            metrics: RecordMetrics { accuracy, cover_em: accuracy, em: 0.0, f1, rouge_l: 0.0, label_accuracy: None },
-            retrieval: None,
-            stats: Stats::default(),
-            seconds: 1.0,
-            best_effort: false,
-            error: None,
-            trace: None,
-        }
-    }
+    use crate::results::scored_record as record;
 
     #[test]
     fn only_common_questions_of_the_dataset_are_paired() {

@@ -398,3 +398,55 @@ pub fn write_summary(out_dir: &Path) -> Result<Summary> {
 pub fn accuracy_table(s: &Summary) -> BTreeMap<(String, String), f64> {
     s.cells.iter().filter_map(|c| c.dataset.clone().map(|d| ((c.strategy.clone(), d), c.accuracy))).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::scored_record;
+
+    /// rtr right on questions 0..8 of 20, toqd on 4..14: toqd wins 6, loses 4, ties 10.
+    fn records() -> Vec<ResultRecord> {
+        let score = |hit: bool| f64::from(u8::from(hit));
+        let mut out: Vec<ResultRecord> =
+            (0..20).map(|i| scored_record("d", &i.to_string(), "rtr", score(i < 8), score(i < 8))).collect();
+        out.extend((0..20).map(|i| {
+            let mut r = scored_record("d", &i.to_string(), "toqd", score((4..14).contains(&i)), 0.5);
+            r.stats.prompt_tokens = 300;
+            r.stats.cached_prompt_tokens = if i % 2 == 0 { 200 } else { 0 };
+            r
+        }));
+        out
+    }
+
+    #[test]
+    fn cells_carry_intervals_and_efficiency_and_pair_with_rtr() {
+        let s = summarize(&records());
+        let toqd = s.cell("toqd", "d").expect("toqd cell");
+        let i = toqd.intervals.expect("intervals");
+        assert_eq!(toqd.accuracy, 0.5);
+        assert!(i.accuracy.low < 0.5 && 0.5 < i.accuracy.high && i.accuracy.low >= 0.0, "{i:?}");
+        assert_eq!(i.f1, Interval { low: 0.5, high: 0.5 }, "every question scored 0.5");
+        assert_eq!((toqd.prompt_tokens, toqd.cached_prompt_tokens), (300.0, 100.0));
+        assert_eq!(summarize(&records()), s, "fixed seed: the same records give the same summary");
+
+        assert_eq!(s.paired.len(), 1);
+        let p = &s.paired[0].accuracy;
+        assert_eq!((p.n, p.wins, p.ties, p.losses), (20, 6, 10, 4));
+        assert!((p.mean - 0.1).abs() < 1e-12 && p.interval.contains(0.1), "{p:?}");
+
+        let md = render_markdown(&s);
+        let bracket = format!("| 50.00 (n=20) [{:.2}, {:.2}] |", 100.0 * i.accuracy.low, 100.0 * i.accuracy.high);
+        assert!(md.contains(&bracket), "{md}");
+        assert!(md.contains("| d | toqd | rtr | 20 | +10.0 ["), "{md}");
+        assert!(md.contains("| 6 / 10 / 4 |"), "{md}");
+    }
+
+    #[test]
+    fn rows_written_before_cached_prompt_tokens_existed_read_as_zero() {
+        let mut json = serde_json::to_value(&records()[20]).expect("to json");
+        let stats = json["stats"].as_object_mut().expect("stats object");
+        assert!(stats.remove("cached_prompt_tokens").is_some());
+        let old: ResultRecord = serde_json::from_value(json).expect("an older row still reads");
+        assert_eq!((old.stats.prompt_tokens, old.stats.cached_prompt_tokens), (300, 0));
+    }
+}

@@ -150,34 +150,15 @@ pub fn build<'a>(plan: &[PlannedRow], found: &'a [RowResults]) -> Vec<ModelRepor
 mod tests {
     use std::path::PathBuf;
 
-    use hopwise_core::Stats;
-
     use super::*;
-    use crate::dataset::Task;
     use crate::report::plan::parse_plan;
-    use crate::results::RecordMetrics;
+    use crate::results::scored_record;
 
     fn found(label: &str, strategy: &str, scores: &[f64]) -> RowResults {
         let records = scores
             .iter()
             .enumerate()
-            .map(|(i, &s)| ResultRecord {
-                dataset: "d".into(),
-                id: i.to_string(),
-                strategy: strategy.into(),
-                question: "q".into(),
-                qtype: None,
-                task: Task::Qa,
-                prediction: "p".into(),
-                gold: vec!["g".into()],
-                metrics: RecordMetrics { accuracy: s, cover_em: s, em: s, f1: s, rouge_l: s, label_accuracy: None },
-                retrieval: None,
-                stats: Stats::default(),
-                seconds: 2.0,
-                best_effort: false,
-                error: None,
-                trace: None,
-            })
+            .map(|(i, &s)| scored_record("d", &i.to_string(), strategy, s, s))
             .collect();
         RowResults {
             model: "m".into(),
