@@ -155,11 +155,8 @@ mod tests {
     use crate::results::scored_record;
 
     fn found(label: &str, strategy: &str, scores: &[f64]) -> RowResults {
-        let records = scores
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| scored_record("d", &i.to_string(), strategy, s, s))
-            .collect();
+        let records =
+            scores.iter().enumerate().map(|(i, &s)| scored_record("d", &i.to_string(), strategy, s, s)).collect();
         RowResults {
             model: "m".into(),
             dataset: "d".into(),
