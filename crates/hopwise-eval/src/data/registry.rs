@@ -54,7 +54,7 @@ impl Entry {
 
     fn answers_to(&self, name: &str) -> bool {
         let name = name.to_ascii_lowercase();
-        self.name == name || self.aliases.iter().any(|a| *a == name)
+        self.name == name || self.aliases.contains(&name)
     }
 }
 
