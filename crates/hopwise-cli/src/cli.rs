@@ -117,6 +117,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Score query-rewriting methods by retrieval quality (Hits/MAP/MRR@K against gold evidence ids).
     RetrievalEval(RetrievalEvalArgs),
+    /// Score retrieval gates (NO!, sampled uncertainty) against an oracle: was the closed-book answer right?
+    GateEval(GateEvalArgs),
     /// List the available strategies.
     Strategies(JsonFlag),
     /// List prompt templates, or print one.
@@ -239,6 +241,13 @@ pub struct RunFlags {
     /// Graph expansions allowed (ToQD's r_max).
     #[arg(long)]
     pub r_max: Option<u32>,
+    /// Seconds a question may take; after that no model call starts and the best answer so far is
+    /// given, marked best-effort (`[budget] max_seconds`).
+    #[arg(long, value_name = "SECONDS")]
+    pub max_seconds: Option<f64>,
+    /// Prompt + completion tokens a question may use (`[budget] max_tokens`).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
 }
 
 impl RunFlags {
@@ -249,6 +258,8 @@ impl RunFlags {
             strategy: self.strategy.clone(),
             k: self.k,
             r_max: self.r_max,
+            max_seconds: self.max_seconds,
+            max_tokens: self.max_tokens,
             ..Default::default()
         }
     }
@@ -382,6 +393,32 @@ pub struct ServeArgs {
     /// or `r_max` but not raise them.
     #[command(flatten)]
     pub run: RunFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct GateEvalArgs {
+    /// Datasets (normalised JSONL); items are their gold single-hop steps (2Wiki evidence triples,
+    /// MuSiQue decompositions) or else the questions themselves. Repeatable.
+    #[arg(long, required = true)]
+    pub dataset: Vec<PathBuf>,
+    /// Examples per dataset (each may give several steps).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Closed-book samples per item (one request).
+    #[arg(long, default_value_t = 5)]
+    pub samples: u32,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f32,
+    /// Items asked at once.
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Output directory: gate.jsonl (one record per item) and gate.md (the tables).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Do not use the on-disk cache of model calls.
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 #[derive(Debug, Args)]

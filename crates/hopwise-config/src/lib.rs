@@ -420,6 +420,9 @@ pub struct Overrides {
     pub k: Option<usize>,
     pub threads: Option<u32>,
     pub r_max: Option<u32>,
+    /// `--max-seconds` / `--max-tokens`: per-question time and token budgets.
+    pub max_seconds: Option<f64>,
+    pub max_tokens: Option<u64>,
     pub remote: RemoteOverrides,
 }
 
@@ -503,6 +506,15 @@ impl Config {
         }
         if let Some(r) = o.r_max {
             self.budget.r_max = r;
+        }
+        if let Some(seconds) = o.max_seconds {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(ConfigError::Invalid(format!("max_seconds = {seconds} must be a positive number")));
+            }
+            self.budget.max_seconds = Some(seconds);
+        }
+        if let Some(tokens) = o.max_tokens {
+            self.budget.max_tokens = Some(tokens);
         }
         self.remote.apply(&o.remote);
         self.validate()

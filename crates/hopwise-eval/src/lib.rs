@@ -22,6 +22,7 @@ pub mod cost_plot;
 pub mod data;
 pub mod dataset;
 pub mod error;
+pub mod gate_eval;
 pub mod metrics;
 pub mod paired;
 pub mod plots;

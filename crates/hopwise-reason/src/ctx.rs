@@ -17,7 +17,7 @@ use crate::nli_judge::LlmNli;
 
 /// Limits on one question's work. Exceeding one never fails the question: the strategy answers
 /// best-effort from what it has and the trace says so.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Budget {
     /// Graph expansions (node decompositions) allowed per question (ToQD's `r_max`).
@@ -26,11 +26,38 @@ pub struct Budget {
     pub max_depth: u32,
     /// Model calls allowed per question.
     pub max_llm_calls: u64,
+    /// Wall-clock seconds allowed per question; no model call starts after that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+    /// Prompt plus completion tokens allowed per question; no model call starts once they are spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 impl Default for Budget {
     fn default() -> Self {
-        Self { r_max: 6, max_depth: 3, max_llm_calls: 200 }
+        Self { r_max: 6, max_depth: 3, max_llm_calls: 200, max_seconds: None, max_tokens: None }
+    }
+}
+
+impl Budget {
+    /// The tighter of two budgets, field by field (a request may lower the server's, never raise it).
+    pub fn min(&self, other: &Budget) -> Budget {
+        let tighter_f = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let tighter_u = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Budget {
+            r_max: self.r_max.min(other.r_max),
+            max_depth: self.max_depth.min(other.max_depth),
+            max_llm_calls: self.max_llm_calls.min(other.max_llm_calls),
+            max_seconds: tighter_f(self.max_seconds, other.max_seconds),
+            max_tokens: tighter_u(self.max_tokens, other.max_tokens),
+        }
     }
 }
 
@@ -95,6 +122,7 @@ impl Ctx {
 
     pub fn with_budget(mut self, budget: Budget) -> Self {
         self.model.set_max_llm_calls(budget.max_llm_calls);
+        self.model.set_limits(budget.max_seconds, budget.max_tokens);
         self.budget = budget;
         self
     }
@@ -255,4 +283,21 @@ pub fn format_dialog(pairs: &[(String, String)]) -> String {
         return "(none yet)".to_string();
     }
     pairs.iter().map(|(q, a)| format!("Q: {q}\nA: {a}")).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::Budget;
+
+    #[test]
+    fn a_request_budget_can_only_lower_the_servers() {
+        let server = Budget { max_llm_calls: 50, max_seconds: Some(60.0), ..Budget::default() };
+        let request =
+            Budget { max_llm_calls: 500, max_seconds: Some(10.0), max_tokens: Some(5_000), ..Budget::default() };
+        let merged = request.min(&server);
+        assert_eq!(merged.max_llm_calls, 50);
+        assert_eq!(merged.max_seconds, Some(10.0));
+        assert_eq!(merged.max_tokens, Some(5_000), "a limit the server does not set can be added");
+        assert_eq!(Budget::default().min(&server).max_seconds, Some(60.0));
+    }
 }

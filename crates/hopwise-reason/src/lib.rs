@@ -18,6 +18,7 @@ pub mod baselines;
 pub mod ctx;
 pub mod error;
 pub mod executor;
+pub mod gate;
 pub mod hgot;
 pub mod meter;
 pub mod nli_judge;

@@ -18,6 +18,8 @@ pub struct Meter {
     llm: Arc<dyn Llm>,
     rec: Recorder,
     max_llm_calls: AtomicU64,
+    /// Wall time and tokens the question may spend (`Budget::max_seconds`, `max_tokens`).
+    limits: std::sync::Mutex<(Option<f64>, Option<u64>)>,
     llm_calls: AtomicU64,
     /// Set when the backend failed in a way that will not heal within this question (unreachable,
     /// rejected, persistently failing after its own retries): later calls fail fast.
@@ -30,6 +32,7 @@ impl Meter {
             llm,
             rec,
             max_llm_calls: AtomicU64::new(max_llm_calls),
+            limits: std::sync::Mutex::new((None, None)),
             llm_calls: AtomicU64::new(0),
             backend_down: OnceLock::new(),
         }
@@ -37,6 +40,23 @@ impl Meter {
 
     pub(crate) fn set_max_llm_calls(&self, max: u64) {
         self.max_llm_calls.store(max, Ordering::SeqCst);
+    }
+
+    /// Seconds (since the question started) and prompt + completion tokens after which no call starts.
+    pub(crate) fn set_limits(&self, max_seconds: Option<f64>, max_tokens: Option<u64>) {
+        *self.limits.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = (max_seconds, max_tokens);
+    }
+
+    /// The time or token budget that is spent, if one is.
+    fn spent(&self) -> Option<String> {
+        let (max_seconds, max_tokens) = *self.limits.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(max) = max_seconds.filter(|max| self.rec.now_ms() as f64 >= max * 1000.0) {
+            return Some(format!("max_seconds = {max} reached"));
+        }
+        let stats = self.rec.stats();
+        max_tokens
+            .filter(|max| stats.prompt_tokens + stats.completion_tokens >= *max)
+            .map(|max| format!("max_tokens = {max} reached"))
     }
 
     /// Model calls left before `max_llm_calls`.
@@ -101,6 +121,9 @@ impl MeteredModel for Meter {
     async fn send(&self, purpose: &str, node: Option<&str>, request: ChatRequest) -> Result<ChatResponse> {
         if let Some(why) = self.backend_down.get() {
             return Err(Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")));
+        }
+        if let Some(why) = self.spent() {
+            return Err(Error::Budget(why));
         }
         let max = self.max_llm_calls.load(Ordering::SeqCst);
         if self.llm_calls.fetch_add(1, Ordering::SeqCst) >= max {

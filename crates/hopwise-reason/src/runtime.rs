@@ -59,6 +59,9 @@ pub struct Request {
     pub r_max: Option<u32>,
     pub max_depth: Option<u32>,
     pub max_llm_calls: Option<u64>,
+    /// Seconds and tokens the question may spend; past them it answers best-effort.
+    pub max_seconds: Option<f64>,
+    pub max_tokens: Option<u64>,
 }
 
 /// A checked request: every input error has been reported before any work starts.
@@ -166,12 +169,18 @@ impl Runtime {
         if !(1..=100).contains(&k) {
             return Err(ReasonError::InvalidOption(format!("k = {k} must be between 1 and 100")));
         }
+        if let Some(seconds) = req.max_seconds.filter(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(ReasonError::InvalidOption(format!("max_seconds = {seconds} must be a positive number")));
+        }
         let ceiling = &self.defaults.budget;
-        let budget = Budget {
-            r_max: req.r_max.map_or(ceiling.r_max, |r| r.min(ceiling.r_max)),
-            max_depth: req.max_depth.map_or(ceiling.max_depth, |d| d.min(ceiling.max_depth)),
-            max_llm_calls: req.max_llm_calls.map_or(ceiling.max_llm_calls, |c| c.min(ceiling.max_llm_calls)),
+        let requested = Budget {
+            r_max: req.r_max.unwrap_or(ceiling.r_max),
+            max_depth: req.max_depth.unwrap_or(ceiling.max_depth),
+            max_llm_calls: req.max_llm_calls.unwrap_or(ceiling.max_llm_calls),
+            max_seconds: req.max_seconds,
+            max_tokens: req.max_tokens,
         };
+        let budget = requested.min(ceiling);
         Ok(Prepared { name, question, strategy, budget, k })
     }
 

@@ -97,6 +97,9 @@ const TOQD_TEMPLATES: &[&str] = &[
     "toqd_aggregate",
     "toqd_best_effort",
     "toqd_summary",
+    "toqd_summary_yes_no",
+    "toqd_summary_passages",
+    "toqd_summary_passages_yes_no",
 ];
 const SENTENCE_LOOP_TEMPLATES: &[&str] =
     &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude", "nli_judge"];
@@ -129,12 +132,12 @@ const fn row(
 pub const STRATEGIES: &[StrategySpec] = &[
     StrategySpec {
         without_retrieval: Some("toqd-noir"),
-        ..row("toqd", "ToQD: decompose, critique, construct a topology graph, resolve nodes with self-verification and retrieval", true, TOQD_TEMPLATES, |o| {
-            Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd")?, true)))
+        ..row("toqd", "ToQD: decompose, critique, construct a topology graph; each node retrieves only when its gate (sampled uncertainty, or NO!) says the model does not know", true, TOQD_TEMPLATES, |o| {
+            Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd")?, true)?))
         })
     },
     row("toqd-noir", "ToQD without retrieval: a node that says NO! is decomposed directly", false, TOQD_TEMPLATES, |o| {
-        Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd-noir")?, false)))
+        Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd-noir")?, false)?))
     }),
     StrategySpec {
         uses_nli: true,

@@ -30,9 +30,9 @@ use serde_json::json;
 
 use crate::ctx::{format_passages, Ctx};
 use crate::error::{ReasonError, Result};
-use crate::nli_judge::entailment_matrix;
+use crate::gate::{self, Estimate};
 use crate::strategy::{Answer, Strategy};
-use crate::uncertainty::{jaccard_matrix, nli_similarity, num_semantic_sets, Estimator, Matrix};
+use crate::uncertainty::Matrix;
 
 mod options;
 
@@ -297,12 +297,6 @@ impl DynamicRetrieval {
     }
 }
 
-struct Estimate {
-    similarity: Matrix,
-    uncertainty: f64,
-    source: &'static str,
-}
-
 impl Run<'_> {
     fn answer_so_far(&self) -> String {
         if self.sentences.is_empty() {
@@ -330,67 +324,14 @@ impl Run<'_> {
     }
 
     /// `n` samples of the next sentence in one request (`n > 1` lets the backend share the prompt).
-    /// A backend that returns fewer choices is asked again for the rest.
     async fn samples(&self, id: &str, g: &UncertaintyGate) -> Result<Vec<String>> {
         let prompt = self.prompt("uar_next_sentence", &self.passages)?;
-        let mut out: Vec<String> = Vec::with_capacity(g.samples as usize);
-        for attempt in 0..g.samples {
-            let missing = g.samples - out.len() as u32;
-            let params = GenParams {
-                n: missing,
-                temperature: g.sample_temperature,
-                top_p: 1.0,
-                max_tokens: SENTENCE_MAX_TOKENS,
-                // A different seed per attempt, so a seeded backend does not repeat itself.
-                seed: self.ctx.params().seed.map(|s| s.wrapping_add(u64::from(attempt))),
-                ..self.ctx.params().clone()
-            };
-            let reply = self.ctx.chat("uncertainty_samples", Some(id), prompt.clone(), params).await?;
-            out.extend(reply.choices.iter().take(missing as usize).map(|c| first_sentence(&c.text)));
-            if out.len() as u32 >= g.samples || reply.choices.is_empty() {
-                break;
-            }
-        }
-        if (out.len() as u32) < g.samples {
-            self.ctx.rec().note(format!("step {id}: the backend returned {} of {} samples", out.len(), g.samples));
-        }
-        Ok(out)
+        gate::sample(self.ctx, id, "uncertainty_samples", &prompt, g, SENTENCE_MAX_TOKENS, first_sentence).await
     }
 
     /// `U` over the samples. All-empty samples, or fewer than two, are maximal uncertainty.
     async fn estimate(&self, id: &str, g: &UncertaintyGate, samples: &[String]) -> Estimate {
-        let n = samples.len();
-        let jaccard = || jaccard_matrix(samples);
-        if n < 2 || samples.iter().all(|s| s.trim().is_empty()) {
-            return Estimate {
-                similarity: jaccard(),
-                uncertainty: g.estimator.max_value(g.samples as usize),
-                source: "degenerate-samples",
-            };
-        }
-        if let (Similarity::Nli, Some(nli)) = (g.similarity, &self.nli) {
-            match entailment_matrix(nli.as_ref(), samples).await {
-                Ok(m) => {
-                    self.ctx.rec().with_stats(|s| s.nli_calls += m.judgements);
-                    let w = nli_similarity(&m.entail);
-                    let uncertainty = match g.estimator {
-                        Estimator::Numsets => num_semantic_sets(n, |i, j| m.mutual[i][j]) as f64,
-                        other => other.from_similarity(&w),
-                    };
-                    return Estimate { similarity: w, uncertainty, source: "nli" };
-                }
-                Err(e) => {
-                    self.ctx
-                        .rec()
-                        .note(format!("step {id}: the NLI judge failed ({e}); fell back to Jaccard similarity"));
-                    let w = jaccard();
-                    let uncertainty = g.estimator.from_similarity(&w);
-                    return Estimate { similarity: w, uncertainty, source: "jaccard-fallback" };
-                }
-            }
-        }
-        let w = jaccard();
-        Estimate { uncertainty: g.estimator.from_similarity(&w), similarity: w, source: "jaccard" }
+        gate::estimate(self.ctx, id, g, self.nli.as_ref(), samples).await
     }
 
     /// A search query for the fact still missing, given `Q` and `y_<i`.

@@ -42,6 +42,11 @@ pub struct AskRequest {
     pub max_depth: Option<u32>,
     #[serde(default)]
     pub max_llm_calls: Option<u64>,
+    /// Seconds and tokens the question may use; past them it answers best-effort.
+    #[serde(default)]
+    pub max_seconds: Option<f64>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
 pub use hopwise_reason::runtime::Prepared;
@@ -58,12 +63,14 @@ pub fn prepare(state: &AppState, req: AskRequest) -> Result<Prepared> {
         r_max: req.r_max,
         max_depth: req.max_depth,
         max_llm_calls: req.max_llm_calls,
+        max_seconds: req.max_seconds,
+        max_tokens: req.max_tokens,
     };
     state.runtime().prepare(request).map_err(|e| match e {
         ReasonError::NeedsRetriever(name) => ServeError::bad_request(format!(
             "strategy `{name}` needs a retriever and this server has no index; use a -noir strategy or `no_retrieval`"
         )),
-        ReasonError::InvalidOption(m) if m.starts_with("k = ") => {
+        ReasonError::InvalidOption(m) if m.starts_with("k = ") || m.starts_with("max_seconds = ") => {
             ServeError::BadRequest { status: axum::http::StatusCode::UNPROCESSABLE_ENTITY, message: m }
         }
         other => ServeError::from(other),

@@ -9,7 +9,7 @@ use hopwise_core::Error as CoreError;
 
 use super::*;
 use crate::strategy::{build, run, StrategyOptions};
-use crate::uncertainty::degree_uncertainty;
+use crate::uncertainty::{degree_uncertainty, jaccard_matrix, Estimator};
 
 /// Needles that identify each prompt.
 const NEXT: &str = "Write only the next sentence.";
