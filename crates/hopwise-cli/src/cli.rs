@@ -131,6 +131,79 @@ pub enum Command {
     Prompts(PromptsArgs),
     /// Print the effective configuration (file + environment + flags).
     Config,
+    /// Regenerate the results section of EVALUATION.md from results/ (tables, paired comparisons, plots).
+    Report(ReportArgs),
+    /// Named datasets: fetch the official releases (pinned sha256) into the data directory, list them.
+    #[command(subcommand)]
+    Data(DataCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The results folder: <model>/<dataset>/<row>/results.jsonl with run.json.
+    #[arg(default_value = "results")]
+    pub results: PathBuf,
+    /// The document whose section between `<!-- results:begin -->` and `<!-- results:end -->` is
+    /// rewritten (appended, with the markers, when it has none).
+    #[arg(long, default_value = "EVALUATION.md")]
+    pub out: PathBuf,
+    /// The planned rows (default: RESULTS/plan.tsv).
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// Where the cost-accuracy plots go, linked relatively from the document (default: docs/results
+    /// next to it).
+    #[arg(long)]
+    pub plots: Option<PathBuf>,
+    /// Print a JSON summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// Download, verify (sha256, size) and convert datasets: hotpotqa, 2wiki, musique, multihop-rag,
+    /// strategyqa, bamboogle. Afterwards `--dataset NAME` finds them.
+    Fetch(DataFetchArgs),
+    /// List the known datasets and what is cached.
+    List(DataListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DataFetchArgs {
+    /// Dataset names (see `hopwise data list`).
+    #[arg(required = true)]
+    pub names: Vec<String>,
+    /// Fetch and convert again even when cached.
+    #[arg(long)]
+    pub force: bool,
+    /// Accept files that have no published checksum (their sha256 is recorded, not checked).
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// Keep the downloaded release files (in <data dir>/<name>/downloads).
+    #[arg(long)]
+    pub keep_downloads: bool,
+    #[command(flatten)]
+    pub registry: RegistryArg,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DataListArgs {
+    #[command(flatten)]
+    pub registry: RegistryArg,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RegistryArg {
+    /// A dataset registry file to use instead of the built-in one (a mirror with its own URLs and
+    /// checksums), in the built-in registry's TOML format.
+    #[arg(long, env = "HOPWISE_DATA_REGISTRY")]
+    pub registry: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -264,7 +337,8 @@ pub struct PromptsArgs {
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// Dataset files (normalised JSONL or the original formats), repeatable.
+    /// Dataset files (normalised JSONL or the original formats) or names (hotpotqa, 2wiki, musique, …:
+    /// `$HOPWISE_DATA/NAME.jsonl`, else the copy `hopwise data fetch NAME` made), repeatable.
     #[arg(long, required = true)]
     pub dataset: Vec<PathBuf>,
     /// Comma-separated strategies, e.g. direct,cot,rtr,self-ask,toqd-noir,toqd.
@@ -361,7 +435,8 @@ pub struct GateEvalArgs {
 
 #[derive(Debug, Args)]
 pub struct RetrievalEvalArgs {
-    /// Dataset with gold evidence ids (e.g. multihop_rag.jsonl); examples without evidence are left out.
+    /// Dataset with gold evidence ids, a file or a name (e.g. multihop_rag); examples without evidence
+    /// are left out.
     #[arg(long)]
     pub dataset: PathBuf,
     /// Comma-separated methods: native, hyde, sub-question, multi-query, toqd, toqd-no-critique.

@@ -146,6 +146,9 @@ pub struct Stats {
     pub output_words: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The part of `prompt_tokens` served from the backend's prefix cache.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     pub wall_ms: u64,
     /// NLI judgements made (HGOT, NLI-based uncertainty).
     #[serde(default)]
@@ -163,6 +166,7 @@ impl Stats {
         self.output_words += other.output_words;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
         self.wall_ms += other.wall_ms;
         self.nli_calls += other.nli_calls;
         self.steps += other.steps;

@@ -50,6 +50,20 @@ pub enum EvalError {
     Plot { path: PathBuf, message: String },
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error("{path}: {message}")]
+    Report { path: PathBuf, message: String },
+    #[error("{0}")]
+    UnknownDataset(String),
+    #[error("downloading {url}: {message}")]
+    Download { url: String, message: String },
+    #[error(
+        "{file} from {url} has sha256 {actual}, but {expected} is pinned; the download was deleted. \
+         The source may have changed or the transfer was corrupted: try again, and if it persists the \
+         registry entry needs review"
+    )]
+    ChecksumMismatch { file: String, url: String, expected: String, actual: String },
+    #[error("converting {name}: {message}")]
+    Convert { name: String, message: String },
 }
 
 pub type Result<T, E = EvalError> = std::result::Result<T, E>;

@@ -10,16 +10,26 @@
 //! - [`retrieval_eval`]: query-rewriting methods (native, HyDE, sub-question, multi-query, ToQD)
 //!   scored by Hits/MAP/MRR@K against gold evidence.
 //! - [`plots`]: accuracy vs retrieval rounds, per-type accuracy (PNG + SVG).
+//! - [`bootstrap`], [`paired`]: 95 % bootstrap intervals and paired comparisons with rtr.
+//! - [`report`]: regenerates EVALUATION.md's results section from `results/`, with the
+//!   [`cost_plot`]s (accuracy against seconds and tokens, Pareto front).
+//! - [`data`]: named datasets (`hopwise data fetch hotpotqa`): registry, verified download,
+//!   conversion to the normalised JSONL, cache and `--dataset NAME` resolution.
 
+pub mod bootstrap;
 pub mod config;
 pub mod context;
+pub mod cost_plot;
+pub mod data;
 pub mod dataset;
 pub mod error;
 pub mod gate_eval;
 pub mod lock;
 pub mod metrics;
+pub mod paired;
 pub mod plots;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod retrieval_eval;
 pub mod runner;

@@ -1,10 +1,12 @@
 //! One module per subcommand.
 
 mod ask;
+pub mod data;
 mod eval;
 mod gate_eval;
 mod index;
 mod info;
+mod report;
 mod retrieval_eval;
 mod serve;
 mod setup;
@@ -47,5 +49,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Config => info::config(&config),
         Command::Index(args) => index::run(&config, args).await,
         Command::Setup(args) => setup::run(&config, args),
+        Command::Report(args) => report::run(args),
+        Command::Data(command) => data::run(&config, command).await,
     }
 }
