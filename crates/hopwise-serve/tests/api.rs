@@ -34,7 +34,9 @@ async fn ask_returns_the_trace_as_json() {
     let server = default_server().await;
     let resp = client()
         .post(server.url("/v1/ask"))
-        .json(&json!({"question": QUESTION, "strategy": "toqd"}))
+        // The paper's flow (closed-book gate first, each node searching on its own), so the nodes'
+        // decisions below are the scripted model's.
+        .json(&json!({"question": QUESTION, "strategy": "toqd", "options": {"self_verify": true, "evidence": "node"}}))
         .send()
         .await
         .expect("ask");
