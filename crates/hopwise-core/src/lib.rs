@@ -15,7 +15,7 @@ pub mod text;
 pub mod trace;
 
 pub use error::{BackendErrorKind, Error, Result};
-pub use llm::{ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm, Role, Usage};
+pub use llm::{CallTiming, ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm, Role, Usage};
 pub use nli::{Nli, NliLabel, NliVerdict};
 pub use prompts::Prompts;
 pub use retrieval::{Embedder, Passage, Retriever};

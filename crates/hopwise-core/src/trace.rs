@@ -84,6 +84,10 @@ pub struct Repair {
     pub detail: String,
 }
 
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
@@ -97,6 +101,12 @@ pub enum EventKind {
         grammar: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// Prompt tokens the backend served from its prefix cache.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cached_prompt_tokens: u64,
+        /// Queueing, prompt and decoding time inside the backend, where it reports them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timing: Option<crate::CallTiming>,
     },
     Retrieval {
         query: String,
@@ -146,6 +156,9 @@ pub struct Stats {
     pub output_words: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The part of `prompt_tokens` served from the backend's prefix cache.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     pub wall_ms: u64,
     /// NLI judgements made (HGOT, NLI-based uncertainty).
     #[serde(default)]
@@ -163,6 +176,7 @@ impl Stats {
         self.output_words += other.output_words;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
         self.wall_ms += other.wall_ms;
         self.nli_calls += other.nli_calls;
         self.steps += other.steps;

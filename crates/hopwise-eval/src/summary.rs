@@ -34,6 +34,9 @@ pub struct Cell {
     pub seconds: f64,
     pub prompt_tokens: f64,
     pub completion_tokens: f64,
+    /// Prompt tokens the backend served from its prefix cache (part of `prompt_tokens`).
+    #[serde(default)]
+    pub cached_prompt_tokens: f64,
     /// Retrieval metrics over the records that have them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<RetrievalCell>,
@@ -108,6 +111,7 @@ fn cell(strategy: &str, dataset: Option<&str>, records: &[&ResultRecord]) -> Cel
         seconds: m(&|r| r.seconds),
         prompt_tokens: m(&|r| r.stats.prompt_tokens as f64),
         completion_tokens: m(&|r| r.stats.completion_tokens as f64),
+        cached_prompt_tokens: m(&|r| r.stats.cached_prompt_tokens as f64),
         retrieval,
     }
 }
@@ -198,13 +202,13 @@ pub fn render_markdown(s: &Summary) -> String {
     metric_table(&mut out, s, "ROUGE-L", &|c| pct(c.rouge_l));
 
     let _ = writeln!(out, "## Efficiency (mean per question)\n");
-    let _ = writeln!(out, "| strategy | dataset | n | input words | output words | LLM calls | retrieval rounds | seconds | errors | best-effort |");
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "| strategy | dataset | n | input words | output words | LLM calls | retrieval rounds | seconds | prompt tokens | cached prompt tokens | errors | best-effort |");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let rows = s.overall.iter().chain(s.cells.iter());
     for c in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {} | {} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {} | {} |",
             c.strategy,
             c.dataset.as_deref().unwrap_or("**all**"),
             c.n,
@@ -213,6 +217,8 @@ pub fn render_markdown(s: &Summary) -> String {
             c.llm_calls,
             c.retrieval_rounds,
             c.seconds,
+            c.prompt_tokens,
+            c.cached_prompt_tokens,
             c.errors,
             c.best_effort
         );
@@ -286,4 +292,47 @@ pub fn write_summary(out_dir: &Path) -> Result<Summary> {
 /// Per-dataset, per-strategy accuracy as a map, handy for callers and tests.
 pub fn accuracy_table(s: &Summary) -> BTreeMap<(String, String), f64> {
     s.cells.iter().filter_map(|c| c.dataset.clone().map(|d| ((c.strategy.clone(), d), c.accuracy))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use hopwise_core::Stats;
+
+    use super::*;
+    use crate::results::RecordMetrics;
+
+    fn record(id: &str, prompt_tokens: u64, cached_prompt_tokens: u64) -> ResultRecord {
+        ResultRecord {
+            dataset: "d".into(),
+            id: id.into(),
+            strategy: "toqd".into(),
+            question: "q".into(),
+            qtype: None,
+            task: Task::Qa,
+            prediction: "p".into(),
+            gold: vec!["p".into()],
+            metrics: RecordMetrics::default(),
+            retrieval: None,
+            stats: Stats { prompt_tokens, cached_prompt_tokens, ..Stats::default() },
+            seconds: 1.0,
+            best_effort: false,
+            error: None,
+            trace: None,
+        }
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_averaged_and_shown() {
+        let summary = summarize(&[record("a", 1000, 600), record("b", 500, 100)]);
+        let cell = summary.cell("toqd", "d").expect("cell");
+        assert_eq!((cell.prompt_tokens, cell.cached_prompt_tokens), (750.0, 350.0));
+        let markdown = render_markdown(&summary);
+        assert!(markdown.contains("| prompt tokens | cached prompt tokens |"), "{markdown}");
+        assert!(markdown.contains("| 750.0 | 350.0 |"), "{markdown}");
+        // Summaries written before the field existed still load.
+        let mut old = serde_json::to_value(cell).expect("json");
+        old.as_object_mut().expect("object").remove("cached_prompt_tokens");
+        let back: Cell = serde_json::from_value(old).expect("old cell loads");
+        assert_eq!(back.cached_prompt_tokens, 0.0);
+    }
 }

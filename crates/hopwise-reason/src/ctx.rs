@@ -143,6 +143,7 @@ impl Ctx {
                     s.output_words += output_words;
                     s.prompt_tokens += resp.usage.prompt_tokens;
                     s.completion_tokens += resp.usage.completion_tokens;
+                    s.cached_prompt_tokens += resp.usage.cached_prompt_tokens;
                 });
                 let kind = EventKind::LlmCall {
                     purpose: purpose.to_string(),
@@ -153,6 +154,8 @@ impl Ctx {
                     output_words,
                     grammar: resp.grammar_used,
                     error: None,
+                    cached_prompt_tokens: resp.usage.cached_prompt_tokens,
+                    timing: resp.timing,
                 };
                 (kind, Ok(resp))
             }
@@ -172,6 +175,8 @@ impl Ctx {
                     output_words: 0,
                     grammar: false,
                     error: Some(e.to_string()),
+                    cached_prompt_tokens: 0,
+                    timing: None,
                 };
                 (kind, Err(ReasonError::from(e)))
             }

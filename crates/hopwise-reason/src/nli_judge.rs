@@ -70,12 +70,15 @@ impl LlmNli {
             Ok(r) => (r.usage.prompt_tokens, r.usage.completion_tokens, word_count(r.text()), None),
             Err(e) => (0, 0, 0, Some(e.to_string())),
         };
+        let (cached_prompt_tokens, timing) =
+            result.as_ref().map_or((0, None), |r| (r.usage.cached_prompt_tokens, r.timing));
         rec.with_stats(|s| {
             s.llm_calls += 1;
             s.input_words += input_words;
             s.output_words += output_words;
             s.prompt_tokens += prompt_tokens;
             s.completion_tokens += completion_tokens;
+            s.cached_prompt_tokens += cached_prompt_tokens;
         });
         let kind = EventKind::LlmCall {
             purpose: "nli_judge".into(),
@@ -86,6 +89,8 @@ impl LlmNli {
             output_words,
             grammar: false,
             error,
+            cached_prompt_tokens,
+            timing,
         };
         rec.event(None, start_ms, kind);
     }
