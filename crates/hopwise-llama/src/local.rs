@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use hopwise_core::{ChatRequest, ChatResponse, Llm};
@@ -77,6 +77,26 @@ impl LocalLlm {
     /// The engine's state after its latest decode step: requests, sequences, cells, running totals.
     pub fn stats(&self) -> EngineStats {
         self.stats.lock().map(|stats| stats.clone()).unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    /// Waits, polling every 20 ms, until the engine's counters satisfy `done`: `Err` with the last
+    /// counters when `limit` passes first. For tests and benchmarks that watch the engine work.
+    pub async fn wait_for_stats(
+        &self,
+        limit: Duration,
+        done: impl Fn(&EngineStats) -> bool,
+    ) -> std::result::Result<EngineStats, EngineStats> {
+        let started = Instant::now();
+        loop {
+            let stats = self.stats();
+            if done(&stats) {
+                return Ok(stats);
+            }
+            if started.elapsed() >= limit {
+                return Err(stats);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     fn submit(&self, request: &ChatRequest) -> Result<oneshot::Receiver<Result<Generation>>> {

@@ -8,10 +8,31 @@
 
 use std::time::{Duration, Instant};
 
-use futures::future::join_all;
 use hopwise_core::{BackendErrorKind, ChatMessage, ChatRequest, GenParams, Llm};
 use hopwise_llama::{default_home, installed_model, Concurrency, EngineStats, LocalConfig, LocalLlm, TEST_MODEL};
 use tokio::sync::{Mutex, MutexGuard};
+
+/// Awaits all futures together (they share the engine's decode steps).
+async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        for (future, output) in pinned.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                if let std::task::Poll::Ready(value) = future.as_mut().poll(cx) {
+                    *output = Some(value);
+                }
+            }
+        }
+        if outputs.iter().all(Option::is_some) {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
 
 /// One test's model at a time (an async lock: it is held across awaits).
 async fn serial() -> MutexGuard<'static, ()> {
@@ -35,17 +56,11 @@ fn greedy(max_tokens: u32) -> GenParams {
     GenParams { temperature: 0.0, max_tokens, ..GenParams::default() }
 }
 
-/// Polls the engine's counters until `done` holds; panics with the last counters after `limit`.
+/// The engine's counters once `done` holds; panics with the last ones after `limit`.
 async fn wait_for(llm: &LocalLlm, limit: Duration, done: impl Fn(&EngineStats) -> bool) -> EngineStats {
-    let started = Instant::now();
-    loop {
-        let stats = llm.stats();
-        if done(&stats) {
-            return stats;
-        }
-        assert!(started.elapsed() < limit, "engine did not get there in {limit:?}: {stats:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    llm.wait_for_stats(limit, done)
+        .await
+        .unwrap_or_else(|last| panic!("engine did not get there in {limit:?}: {last:?}"))
 }
 
 const LONG: &str = "Write a long story about a lighthouse keeper and his cat. Do not stop early.";

@@ -381,7 +381,13 @@ impl LlamaServer {
     }
 
     /// [`Self::start`] with `parallel` slots (continuous batching) sharing one KV cache of `ctx` cells.
-    pub fn start_parallel(python: &Path, model: &Path, threads: usize, ctx: usize, parallel: usize) -> Result<Self, String> {
+    pub fn start_parallel(
+        python: &Path,
+        model: &Path,
+        threads: usize,
+        ctx: usize,
+        parallel: usize,
+    ) -> Result<Self, String> {
         let scratch = Scratch::new("llama").map_err(|e| e.to_string())?;
         let script = scratch.0.join("llama_server.py");
         std::fs::write(&script, LLAMA_SCRIPT).map_err(|e| e.to_string())?;

@@ -3,13 +3,13 @@
 
 use std::time::Instant;
 
-use hopwise_core::{ChatResponse, Completion, GenParams, Usage};
+use hopwise_core::{ChatResponse, Completion, Usage};
 use llama_cpp_2::token::LlamaToken;
-use tokio::sync::oneshot;
 
 use super::lookup::DraftLength;
 use super::sampling::{Output, SequenceSampler};
-use crate::error::{LlamaError, Result};
+use super::Prepared;
+use crate::error::LlamaError;
 use crate::job::{Generation, Timing};
 
 /// What a sequence is doing.
@@ -66,13 +66,8 @@ impl Sequence {
 
 pub(crate) struct Request {
     pub id: u64,
-    pub reply: oneshot::Sender<Result<Generation>>,
-    pub params: GenParams,
-    pub prompt: Vec<LlamaToken>,
-    /// Most new tokens per sample: `max_tokens`, bounded by the room the prompt leaves.
-    pub cap: usize,
-    pub samples: usize,
-    pub base_seed: u64,
+    /// The request as prepared: reply channel, parameters, prompt tokens, cap, samples, seed.
+    pub job: Prepared,
     /// Draft tokens per step for prompt lookup (0: off for this request).
     pub draft_max: usize,
     /// Sequences decoded at once (the rest of the samples wait in `parked`).
@@ -84,7 +79,6 @@ pub(crate) struct Request {
     pub completions: Vec<Option<Completion>>,
     pub top_logprobs: Option<Vec<(String, f32)>>,
     pub timing: Timing,
-    pub submitted: Instant,
     pub admitted: Option<Instant>,
     pub first_token: Option<Instant>,
     /// The last decode step counted in `timing.decode_steps`.
@@ -107,17 +101,17 @@ impl Request {
         let response = ChatResponse {
             choices,
             usage: Usage {
-                prompt_tokens: self.prompt.len() as u64,
+                prompt_tokens: self.job.prompt.len() as u64,
                 completion_tokens: self.timing.generated_tokens as u64,
                 cached_prompt_tokens: self.timing.cached_prompt_tokens as u64,
             },
-            grammar_used: self.params.grammar.is_some(),
+            grammar_used: self.job.params.grammar.is_some(),
             timing: Some(self.timing.call_timing()),
         };
         Generation { response, timing: self.timing }
     }
 
     pub fn send(self, result: std::result::Result<Generation, LlamaError>) {
-        let _ = self.reply.send(result);
+        let _ = self.job.reply.send(result);
     }
 }

@@ -53,7 +53,7 @@ impl Scheduler<'_> {
             if self.running.len() >= self.max_running {
                 break;
             }
-            let prefix = self.plan_prefix(&front.prompt);
+            let prefix = self.plan_prefix(&front.job.prompt);
             let width = self.width_that_fits(front, prefix);
             let Some(request) = self.waiting.pop_front() else { break };
             if width > 0 {
@@ -98,7 +98,7 @@ impl Scheduler<'_> {
             .running
             .iter()
             .flat_map(|request| {
-                let shared = common_prefix(prompt, &request.prompt).min(limit);
+                let shared = common_prefix(prompt, &request.job.prompt).min(limit);
                 request.sequences.iter().filter_map(move |sequence| match sequence.phase {
                     Phase::Prompt { next } if next < shared => Some((sequence.seq_id, shared)),
                     _ => None,
@@ -129,12 +129,12 @@ impl Scheduler<'_> {
         let ids = self.kv.ledger.free_ids() + evictable.len() + usize::from(matches!(prefix, Prefix::TakeOver { .. }));
         let reclaimable: usize = evictable.iter().map(|seq| self.kv.ledger.exclusive(*seq)).sum();
         let free_cells = (self.kv.ledger.free_cells() + reclaimable).saturating_sub(self.committed());
-        let lead = request.prompt.len() - prefix.reused() + request.cap;
+        let lead = request.job.prompt.len() - prefix.reused() + request.job.cap;
         if free_cells < lead {
             return 0;
         }
-        let by_cells = 1 + (free_cells - lead) / request.cap;
-        request.samples.min(ids).min(by_cells)
+        let by_cells = 1 + (free_cells - lead) / request.job.cap;
+        request.job.samples.min(ids).min(by_cells)
     }
 
     /// Evicts cached slots (sparing `keep`) until `ids` sequence ids and `cells` cells are free beyond
@@ -147,7 +147,7 @@ impl Scheduler<'_> {
     fn start(&mut self, mut request: Request, prefix: Prefix, width: usize) {
         let keep = prefix.source();
         let new_ids = width - usize::from(matches!(prefix, Prefix::TakeOver { .. }));
-        self.make_room(new_ids, request.prompt.len() - prefix.reused() + width * request.cap, keep);
+        self.make_room(new_ids, request.job.prompt.len() - prefix.reused() + width * request.job.cap, keep);
         let lead = match prefix {
             Prefix::TakeOver { seq, len } => {
                 self.cached.retain(|slot| slot.seq_id != seq);
@@ -177,7 +177,7 @@ impl Scheduler<'_> {
         let now = Instant::now();
         request.width = width;
         request.admitted = Some(now);
-        request.timing.queue_time = now.saturating_duration_since(request.submitted);
+        request.timing.queue_time = now.saturating_duration_since(request.job.queued_at);
         request.timing.cached_prompt_tokens = prefix.reused();
         self.totals.prompt_tokens_reused += prefix.reused() as u64;
         self.running.push(request);
@@ -192,19 +192,19 @@ impl Scheduler<'_> {
         for index in 0..self.running.len() {
             while !self.running[index].parked.is_empty() {
                 let request = &self.running[index];
-                let prompt_len = request.prompt.len();
+                let prompt_len = request.job.prompt.len();
                 let Some(source) = request
                     .sequences
                     .iter()
                     .find(|sequence| {
                         matches!(sequence.phase, Phase::Generate { .. })
-                            && common_prefix(self.kv.ledger.tokens(sequence.seq_id), &request.prompt) == prompt_len
+                            && common_prefix(self.kv.ledger.tokens(sequence.seq_id), &request.job.prompt) == prompt_len
                     })
                     .map(|sequence| sequence.seq_id)
                 else {
                     break;
                 };
-                let cap = request.cap;
+                let cap = request.job.cap;
                 let evictable = self.cached.len();
                 let reclaimable: usize = self.cached.iter().map(|slot| self.kv.ledger.exclusive(slot.seq_id)).sum();
                 let free = (self.kv.ledger.free_cells() + reclaimable).saturating_sub(self.committed());

@@ -116,19 +116,13 @@ impl<'model> Scheduler<'model> {
             id,
             timing: Timing { prompt_tokens: job.prompt.len(), prompt_evaluations: 1, ..Timing::default() },
             completions: (0..job.samples).map(|_| None).collect(),
-            reply: job.reply,
-            params: job.params,
-            prompt: job.prompt,
-            cap: job.cap,
-            samples: job.samples,
-            base_seed: job.base_seed,
             draft_max: if lookup { self.lookup_max_draft } else { 0 },
             width: 0,
             sequences: Vec::new(),
             reserved: Vec::new(),
             parked: Vec::new(),
             top_logprobs: None,
-            submitted: job.queued_at,
+            job,
             admitted: None,
             first_token: None,
             last_step: None,
@@ -139,11 +133,11 @@ impl<'model> Scheduler<'model> {
     /// Requests whose caller is gone leave at once, and their cells with them.
     fn drop_cancelled(&mut self) {
         let before = self.waiting.len();
-        self.waiting.retain(|request| !request.reply.is_closed());
+        self.waiting.retain(|request| !request.job.reply.is_closed());
         let mut cancelled = (before - self.waiting.len()) as u64;
         let mut index = 0;
         while index < self.running.len() {
-            if self.running[index].reply.is_closed() {
+            if self.running[index].job.reply.is_closed() {
                 let request = self.running.swap_remove(index);
                 self.release_request(&request);
                 cancelled += 1;
@@ -238,13 +232,13 @@ impl<'model> Scheduler<'model> {
         self.running
             .iter()
             .map(|request| {
-                let full = request.prompt.len() + request.cap;
+                let full = request.job.prompt.len() + request.job.cap;
                 let sequences: usize = request
                     .sequences
                     .iter()
                     .map(|sequence| full.saturating_sub(self.kv.ledger.len(sequence.seq_id)))
                     .sum();
-                sequences + request.reserved.len() * request.cap
+                sequences + request.reserved.len() * request.job.cap
             })
             .sum()
     }

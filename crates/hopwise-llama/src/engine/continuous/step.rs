@@ -71,10 +71,10 @@ impl Scheduler<'_> {
                 let sequence = &request.sequences[position];
                 let Phase::AwaitPrefix { source, upto } = sequence.phase else { continue };
                 let seq = sequence.seq_id;
-                let (from, len) = self.best_resident(&request.prompt, Some(seq));
-                let source_coming = self
-                    .prompt_phase(source)
-                    .is_some_and(|(other, next)| next < upto && common_prefix(&other.prompt, &request.prompt) >= upto);
+                let (from, len) = self.best_resident(&request.job.prompt, Some(seq));
+                let source_coming = self.prompt_phase(source).is_some_and(|(other, next)| {
+                    next < upto && common_prefix(&other.job.prompt, &request.job.prompt) >= upto
+                });
                 if source_coming && len < upto {
                     continue;
                 }
@@ -133,11 +133,11 @@ impl Scheduler<'_> {
                 }
                 let mut tokens = vec![pending];
                 if request.draft_max > 0 && draft_room > 0 {
-                    let within_cap = request.cap.saturating_sub(sequence.output.tokens + 1);
+                    let within_cap = request.job.cap.saturating_sub(sequence.output.tokens + 1);
                     let want = sequence.draft_length.get().min(within_cap).min(draft_room).min(n_batch - used - 1);
                     if want > 0 {
                         let history: Vec<LlamaToken> =
-                            request.prompt.iter().chain(&sequence.generated).copied().collect();
+                            request.job.prompt.iter().chain(&sequence.generated).copied().collect();
                         let drafts = lookup::draft(&history, want);
                         draft_room -= drafts.len();
                         tokens.extend(drafts);
@@ -173,7 +173,7 @@ impl Scheduler<'_> {
             .map(|(index, position, next)| {
                 let request = &self.running[index];
                 let seq = request.sequences[position].seq_id;
-                (!awaited.contains(&seq), request.prompt.len() - next, request.id, index, position, next)
+                (!awaited.contains(&seq), request.job.prompt.len() - next, request.id, index, position, next)
             })
             .collect();
         order.sort_unstable();
@@ -191,8 +191,8 @@ impl Scheduler<'_> {
                 seq_id: sequence.seq_id,
                 start: next,
                 first: used,
-                tokens: request.prompt[next..next + chunk].to_vec(),
-                kind: EntryKind::Prompt { completes: next + chunk == request.prompt.len() },
+                tokens: request.job.prompt[next..next + chunk].to_vec(),
+                kind: EntryKind::Prompt { completes: next + chunk == request.job.prompt.len() },
             });
             used += chunk;
             budget -= chunk;
@@ -266,7 +266,7 @@ impl Scheduler<'_> {
             let index = i32::try_from(entry.first + emitted).map_err(runtime)?;
             let token = sampler.sample(&self.core.context, index)?;
             emitted += 1;
-            if sequence.output.push(self.core.model, token, &request.params.stop, request.cap) {
+            if sequence.output.push(self.core.model, token, &request.job.params.stop, request.job.cap) {
                 break;
             }
             sequence.generated.push(token);
@@ -300,12 +300,12 @@ impl Scheduler<'_> {
         let request = &mut self.running[index];
         request.first_token = Some(now);
         request.timing.prompt_time = now.saturating_duration_since(request.admitted.unwrap_or(now));
-        if request.params.logprobs && request.top_logprobs.is_none() {
+        if request.job.params.logprobs && request.top_logprobs.is_none() {
             request.top_logprobs = Some(sampling::top_logprobs(model, &self.core.context, logits));
         }
         let lead = request.sequences[lead_position].seq_id;
         let reserved = std::mem::take(&mut request.reserved);
-        let (params, cap, seed) = (request.params.clone(), request.cap, request.base_seed);
+        let (params, cap, seed) = (request.job.params.clone(), request.job.cap, request.job.base_seed);
         let first_sample = |sample: usize, context: &llama_cpp_2::context::LlamaContext<'_>| -> Result<_> {
             let mut sampler = SequenceSampler::new(model, &params, top_k, sample, seed)?;
             let token = sampler.sample(context, logits)?;
@@ -322,7 +322,7 @@ impl Scheduler<'_> {
         sequence.generated.push(token);
         sequence.phase = Phase::Generate { pending: token };
 
-        let prompt_len = request.prompt.len();
+        let prompt_len = request.job.prompt.len();
         let draft_max = request.draft_max;
         for (offset, seq) in reserved.iter().copied().enumerate() {
             let sample = offset + 1;
@@ -341,7 +341,7 @@ impl Scheduler<'_> {
             }
         }
         let request = &mut self.running[index];
-        for sample in request.width..request.samples {
+        for sample in request.width..request.job.samples {
             let (sampler, first, output) = first_sample(sample, &self.core.context)?;
             if output.finish.is_some() {
                 request.timing.generated_tokens += output.tokens;
@@ -381,7 +381,7 @@ impl Scheduler<'_> {
                 let seq = sequence.seq_id;
                 if !request.parked.is_empty() {
                     // The next parked sample continues on this sequence, from the end of the prompt.
-                    let prompt_len = request.prompt.len();
+                    let prompt_len = request.job.prompt.len();
                     let parked = request.parked.remove(0);
                     let draft_max = request.draft_max;
                     request.sequences[position] = resume(seq, parked, draft_max);

@@ -9,7 +9,9 @@ use crate::report::median;
 
 pub fn traces(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let results = std::fs::read_to_string(dir.join("results.jsonl"))?;
-    println!("| question | seconds | calls | queue s | prompt s | decode s | queue share | prompt tokens | cached share |");
+    println!(
+        "| question | seconds | calls | queue s | prompt s | decode s | queue share | prompt tokens | cached share |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let (mut walls, mut queue_shares, mut cached_shares) = (Vec::new(), Vec::new(), Vec::new());
     let (mut queues, mut prompts, mut decodes) = (Vec::new(), Vec::new(), Vec::new());

@@ -1,28 +1,20 @@
-//! The server over the real in-process model (Qwen2.5-Coder-0.5B, one thread): a client that
-//! disconnects in the middle of a generation stops the model's work, not just the question task.
-
-mod common;
+//! `hopwise serve`'s server over the real in-process model (Qwen2.5-Coder-0.5B, one thread): a client
+//! that disconnects in the middle of a generation stops the model's work, not just the question task.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::TestServer;
 use hopwise_core::Prompts;
 use hopwise_llama::{default_home, installed_model, EngineStats, LocalConfig, LocalLlm, TEST_MODEL};
 use hopwise_serve::AppState;
 use serde_json::json;
 
+/// The engine's counters once `done` holds; panics with the last ones after `limit`.
 async fn wait_for(llm: &LocalLlm, limit: Duration, done: impl Fn(&EngineStats) -> bool) -> EngineStats {
-    let started = Instant::now();
-    loop {
-        let stats = llm.stats();
-        if done(&stats) {
-            return stats;
-        }
-        assert!(started.elapsed() < limit, "engine did not get there in {limit:?}: {stats:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    llm.wait_for_stats(limit, done)
+        .await
+        .unwrap_or_else(|last| panic!("engine did not get there in {limit:?}: {last:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,10 +32,15 @@ async fn a_client_that_disconnects_stops_the_generation_and_frees_its_cells() {
     )]);
     let prompts = Prompts::default().with_overrides(&overrides).expect("override");
     let state = AppState::builder(llm.clone()).prompts(Arc::new(prompts)).build();
-    let server = TestServer::start(state).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(hopwise_serve::serve(listener, state, async move {
+        let _ = stopped.await;
+    }));
 
     let resp = reqwest::Client::new()
-        .post(server.url("/v1/ask"))
+        .post(format!("http://{addr}/v1/ask"))
         .header("accept", "text/event-stream")
         .json(&json!({"question": "Who directed Jaws?", "strategy": "direct"}))
         .send()
@@ -59,4 +56,6 @@ async fn a_client_that_disconnects_stops_the_generation_and_frees_its_cells() {
     assert!(after.steps < generating.steps + 50, "stopped soon after the disconnect: {generating:?} then {after:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(llm.stats().steps, after.steps, "no model work after the client left");
+    let _ = stop.send(());
+    let _ = server.await;
 }

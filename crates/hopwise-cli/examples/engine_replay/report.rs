@@ -53,10 +53,7 @@ impl Totals {
     pub fn differing(&self, other: &Totals) -> usize {
         let theirs: BTreeMap<(usize, usize), &Result<String, String>> =
             other.outcomes.iter().map(|o| ((o.question, o.index), &o.text)).collect();
-        self.outcomes
-            .iter()
-            .filter(|o| theirs.get(&(o.question, o.index)).is_some_and(|text| **text != o.text))
-            .count()
+        self.outcomes.iter().filter(|o| theirs.get(&(o.question, o.index)).is_some_and(|text| **text != o.text)).count()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The engine's replay benchmark (BENCHMARKS.md, "Continuous batching and the prefix cache").
 //!
 //! ```text
-//! engine_replay record --dataset $DATA/hotpotqa.jsonl --index DIR [--limit 20] [--model M] [--threads T] --out W.jsonl
+//! engine_replay record --dataset $DATA/hotpotqa.jsonl --index DIR [--skip 0] [--limit 20] [--model M] [--threads T] --out W.jsonl
 //! engine_replay replay --workload W.jsonl [--model M] [--threads T] [--concurrency 1,4]
 //!                      [--backends rounds,continuous,server] [--groups 5] [--questions N]
 //! engine_replay lookup --workload W.jsonl [--model M] [--threads T] [--purposes a,b]
@@ -82,7 +82,9 @@ impl Args {
 }
 
 fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn local(model: &std::path::Path, threads: usize, concurrency: Concurrency) -> Result<Arc<LocalLlm>, Error> {
@@ -123,13 +125,15 @@ async fn main() -> Result<(), Error> {
             let record_args = record::RecordArgs {
                 dataset: args.path("dataset")?,
                 index: args.path("index")?,
+                skip: args.number("skip", 0)?,
                 limit: args.number("limit", 20)?,
                 out: args.path("out")?,
             };
             record::record(llm, record_args).await?;
         }
         "replay" => {
-            let questions = by_question(workload::read(&args.path("workload")?)?, args.number("questions", usize::MAX)?);
+            let questions =
+                by_question(workload::read(&args.path("workload")?)?, args.number("questions", usize::MAX)?);
             let concurrencies: Vec<usize> =
                 args.list("concurrency", "1,4").iter().map(|c| c.parse()).collect::<Result<_, _>>()?;
             let backends = args.list("backends", "rounds,continuous,server");
@@ -170,7 +174,8 @@ async fn replay_at(
             "rounds" => local(model, threads, Concurrency::Rounds)?,
             "continuous" => local(model, threads, Concurrency::Continuous)?,
             "server" => {
-                let python = servers::require("python").ok_or("xllamacpp's venv is missing: scripts/servers.sh install")?;
+                let python =
+                    servers::require("python").ok_or("xllamacpp's venv is missing: scripts/servers.sh install")?;
                 let started = LlamaServer::start_parallel(&python, model, threads, N_CTX as usize, concurrency)?;
                 let config = OpenAiConfig {
                     send_grammar: true,
@@ -202,7 +207,11 @@ async fn replay_at(
             totals[which].add(wall, outcomes);
         }
     }
-    println!("### concurrency {concurrency} ({} questions, {} calls)\n", questions.len(), questions.iter().map(Vec::len).sum::<usize>());
+    println!(
+        "### concurrency {concurrency} ({} questions, {} calls)\n",
+        questions.len(),
+        questions.iter().map(Vec::len).sum::<usize>()
+    );
     println!("{}", report::HEADER);
     for ((name, _), total) in llms.iter().zip(&totals) {
         println!("{}", total.row(name));

@@ -53,12 +53,14 @@ impl Llm for RecordingLlm {
 pub struct RecordArgs {
     pub dataset: PathBuf,
     pub index: PathBuf,
+    /// Dataset records passed over before the first recorded question.
+    pub skip: usize,
     pub limit: usize,
     pub out: PathBuf,
 }
 
 pub async fn record(llm: Arc<dyn Llm>, args: RecordArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let questions = read_questions(&args.dataset, args.limit)?;
+    let questions = read_questions(&args.dataset, args.skip, args.limit)?;
     let retriever: Arc<dyn hopwise_core::Retriever> = Arc::new(Bm25Retriever::open(&args.index)?);
     let prompts = Arc::new(Prompts::default());
     let strategy = build("toqd", &StrategyOptions::default())?;
@@ -68,7 +70,7 @@ pub async fn record(llm: Arc<dyn Llm>, args: RecordArgs) -> Result<(), Box<dyn s
         let recording = Arc::new(RecordingLlm {
             inner: llm.clone(),
             prompts: prompts.clone(),
-            question: index,
+            question: args.skip + index,
             started: Instant::now(),
             calls: Mutex::new(Vec::new()),
         });
@@ -83,7 +85,8 @@ pub async fn record(llm: Arc<dyn Llm>, args: RecordArgs) -> Result<(), Box<dyn s
         }
         let stats = &trace.stats;
         println!(
-            "| {index} | {} | {} | {} | {:.1}% | {:.1} | {} |",
+            "| {} | {} | {} | {} | {:.1}% | {:.1} | {} |",
+            args.skip + index,
             stats.llm_calls,
             stats.prompt_tokens,
             stats.cached_prompt_tokens,
@@ -92,8 +95,9 @@ pub async fn record(llm: Arc<dyn Llm>, args: RecordArgs) -> Result<(), Box<dyn s
             trace.answer.replace('|', "/")
         );
         all.extend(calls);
+        // Written after every question, so an interrupted recording keeps what it has.
+        workload::write(&args.out, &all)?;
     }
-    workload::write(&args.out, &all)?;
     let prompt: u64 = all.iter().map(|c| c.prompt_tokens).sum();
     let cached: u64 = all.iter().map(|c| c.cached_prompt_tokens).sum();
     println!(
@@ -106,11 +110,11 @@ pub async fn record(llm: Arc<dyn Llm>, args: RecordArgs) -> Result<(), Box<dyn s
     Ok(())
 }
 
-/// The `question` field of the first `limit` records of a JSONL dataset.
-fn read_questions(path: &std::path::Path, limit: usize) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+/// The `question` field of `limit` records of a JSONL dataset, after the first `skip`.
+fn read_questions(path: &std::path::Path, skip: usize, limit: usize) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut questions = Vec::new();
-    for line in text.lines().filter(|line| !line.trim().is_empty()).take(limit) {
+    for line in text.lines().filter(|line| !line.trim().is_empty()).skip(skip).take(limit) {
         let value: serde_json::Value = serde_json::from_str(line)?;
         let question = value["question"].as_str().ok_or_else(|| format!("a record without `question`: {line:.80}"))?;
         questions.push(question.to_string());

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{self, FuturesUnordered, StreamExt};
 use hopwise_core::{ChatRequest, Llm};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
 use crate::workload::Call;
 
@@ -29,7 +30,7 @@ pub fn greedy(request: &ChatRequest) -> ChatRequest {
     request
 }
 
-async fn one(llm: &dyn Llm, call: &Call) -> Outcome {
+async fn one(llm: Arc<dyn Llm>, call: Call) -> Outcome {
     let started = Instant::now();
     let result = llm.chat(&greedy(&call.request)).await;
     let latency = started.elapsed();
@@ -48,21 +49,24 @@ async fn one(llm: &dyn Llm, call: &Call) -> Outcome {
 }
 
 /// One question's calls (in start order), each sent when its predecessors are done.
-async fn question(llm: &dyn Llm, calls: &[Call]) -> Vec<Outcome> {
-    let mut in_flight = FuturesUnordered::new();
+async fn question(llm: Arc<dyn Llm>, calls: Vec<Call>) -> Vec<Outcome> {
+    let mut in_flight = JoinSet::new();
     let mut done = vec![false; calls.len()];
     let mut outcomes = Vec::with_capacity(calls.len());
     for (position, call) in calls.iter().enumerate() {
         while (0..position).any(|earlier| !done[earlier] && call.depends_on(&calls[earlier])) {
-            let Some((finished, outcome)) = in_flight.next().await else { break };
+            let Some(Ok((finished, outcome))) = in_flight.join_next().await else { break };
             done[finished] = true;
             outcomes.push(outcome);
         }
-        in_flight.push(async move { (position, one(llm, call).await) });
+        let (llm, call) = (llm.clone(), call.clone());
+        in_flight.spawn(async move { (position, one(llm, call).await) });
     }
-    while let Some((finished, outcome)) = in_flight.next().await {
-        done[finished] = true;
-        outcomes.push(outcome);
+    while let Some(joined) = in_flight.join_next().await {
+        if let Ok((finished, outcome)) = joined {
+            done[finished] = true;
+            outcomes.push(outcome);
+        }
     }
     outcomes
 }
@@ -71,13 +75,18 @@ async fn question(llm: &dyn Llm, calls: &[Call]) -> Vec<Outcome> {
 /// Returns the wall time and every call's outcome.
 pub async fn replay(llm: Arc<dyn Llm>, questions: &[Vec<Call>], concurrency: usize) -> (Duration, Vec<Outcome>) {
     let started = Instant::now();
-    let outcomes: Vec<Vec<Outcome>> = stream::iter(questions.iter())
-        .map(|calls| {
-            let llm = llm.clone();
-            async move { question(llm.as_ref(), calls).await }
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
-    (started.elapsed(), outcomes.into_iter().flatten().collect())
+    let slots = Arc::new(Semaphore::new(concurrency.max(1)));
+    let mut running = JoinSet::new();
+    for calls in questions {
+        let (llm, calls, slots) = (llm.clone(), calls.clone(), slots.clone());
+        running.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            question(llm, calls).await
+        });
+    }
+    let mut outcomes = Vec::new();
+    while let Some(joined) = running.join_next().await {
+        outcomes.extend(joined.unwrap_or_default());
+    }
+    (started.elapsed(), outcomes)
 }
