@@ -1,7 +1,7 @@
 //! ToQD topology edges: the first byte picks the number of sub-questions, the rest is the reply.
 #![no_main]
 
-use hopwise_reason::parse::{parse_edges, GraphNode};
+use hopwise_reason::protocol::{parse_edges, GraphNode};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,7 +1,7 @@
 //! Numbered sub-question lists.
 #![no_main]
 
-use hopwise_reason::parse::parse_numbered_list;
+use hopwise_reason::protocol::parse_numbered_list;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

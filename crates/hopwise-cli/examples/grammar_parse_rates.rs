@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use hopwise_core::{grammars, ChatMessage, ChatRequest, GenParams, Llm, Prompts};
 use hopwise_llama::{LocalConfig, LocalLlm};
-use hopwise_reason::parse::{parse_edges, parse_numbered_list};
+use hopwise_reason::protocol::{parse_edges, parse_numbered_list};
 
 /// The same cap ToQD puts on list and edge outputs.
 const LIST_TOKENS: u32 = 200;

@@ -1,13 +1,17 @@
-//! Turns configuration into live backends.
+//! Turns configuration into live backends. Commands that answer questions get them through
+//! [`crate::runtime`]; `index` uses the embedder and remote stores directly.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use hopwise_config::{Config, LlmConfig, RemoteConfig};
-use hopwise_core::{Embedder, Llm, Prompts, Retriever};
-use hopwise_embed::{embedder_model_dir, MiniLmEmbedder, MiniLmOptions};
-use hopwise_index::{Bm25Retriever, DedupRetriever, DenseRetriever, HybridRetriever, RewriteMethod, RewriteRetriever};
+use hopwise_config::{Config, LlmConfig, RemoteConfig, RetrieverKind};
+use hopwise_core::{Embedder, Llm, Retriever};
+use hopwise_embed::{
+    embedder_model_dir, MiniLmEmbedder, MiniLmOptions, Precision, MINILM_INT8_MODEL_ID, MINILM_MODEL_ID,
+};
+use hopwise_index::{dense_model_id, Bm25Retriever, DenseRetriever, HybridRetriever};
 use hopwise_llama::{LocalConfig, LocalLlm};
 use hopwise_models::OpenAiLlm;
 use hopwise_remote::{
@@ -48,24 +52,53 @@ pub async fn build_llm(config: &Config, progress: bool) -> Result<Arc<dyn Llm>> 
 }
 
 /// all-MiniLM-L6-v2 from `HOME/models/all-minilm-l6-v2`, or `None` when it is not installed. The
-/// cheap file check keeps commands that merely could use it (HGOT) from failing without it.
+/// cheap file check keeps commands that merely could use it (HGOT) from failing without it. Its
+/// precision matches the dense index of the configured index directory (see [`embed_precision`]).
 pub fn installed_embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
+    installed_embedder_for(config, &config.index_dir())
+}
+
+/// Like [`installed_embedder`], matching the dense index in `index_dir`.
+pub fn installed_embedder_for(config: &Config, index_dir: &Path) -> Result<Option<Arc<dyn Embedder>>> {
     let dir = embedder_model_dir(&config.home_dir());
     if !dir.join("model.safetensors").is_file() {
         return Ok(None);
     }
+    // One thread setting for both backends: the local model's (`--threads`, `HOPWISE_THREADS`).
     let threads = match config.llm_config() {
         LlmConfig::Local { threads: Some(t), .. } => (*t as usize).max(1),
         _ => MiniLmOptions::default().threads,
     };
-    let embedder = MiniLmEmbedder::load(&dir, MiniLmOptions { threads, ..MiniLmOptions::default() })
+    let precision = embed_precision(index_dir)?;
+    let embedder = MiniLmEmbedder::load(&dir, MiniLmOptions { threads, precision, ..MiniLmOptions::default() })
         .with_context(|| format!("loading the embedder from {}", dir.display()))?;
     Ok(Some(Arc::new(embedder)))
 }
 
+/// The embedder's arithmetic: `HOPWISE_EMBED_PRECISION` (`int8` or `f32`) when set; otherwise the
+/// one the dense index in `index_dir` was built with, so an index keeps working with the precision
+/// it has; otherwise int8 (the default for new indexes).
+pub fn embed_precision(index_dir: &Path) -> Result<Precision> {
+    if let Some(value) = std::env::var("HOPWISE_EMBED_PRECISION").ok().filter(|v| !v.trim().is_empty()) {
+        return Precision::parse(&value)
+            .with_context(|| format!("HOPWISE_EMBED_PRECISION={value}: expected `int8` or `f32`"));
+    }
+    // An unreadable dense index is reported when it is opened; here it just means "no preference".
+    Ok(match dense_model_id(index_dir).ok().flatten().as_deref() {
+        Some(MINILM_MODEL_ID) => Precision::F32,
+        Some(MINILM_INT8_MODEL_ID) => Precision::Int8,
+        _ => Precision::default(),
+    })
+}
+
 /// The embedder, or an error saying how to install it.
 pub fn require_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
-    installed_embedder(config)?.with_context(|| {
+    require_embedder_for(config, &config.index_dir())
+}
+
+/// Like [`require_embedder`], matching the dense index in `index_dir`.
+pub fn require_embedder_for(config: &Config, index_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    installed_embedder_for(config, index_dir)?.with_context(|| {
         format!(
             "all-MiniLM-L6-v2 is not installed in {}; run `hopwise setup --fetch all-minilm-l6-v2`",
             config.home_dir().display()
@@ -80,13 +113,14 @@ pub async fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
     let bm25 = || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(Bm25Retriever::open(&dir)?)) };
     let dense =
         || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(DenseRetriever::open(&dir, require_embedder(config)?)?)) };
-    Ok(match config.retriever.as_str() {
-        "bm25" => bm25()?,
-        "dense" => dense()?,
-        "hybrid" => Arc::new(HybridRetriever::new(bm25()?, dense()?)),
-        engine @ ("typesense" | "milvus" | "opensearch") => {
+    Ok(match config.retriever {
+        RetrieverKind::Bm25 => bm25()?,
+        RetrieverKind::Dense => dense()?,
+        RetrieverKind::Hybrid => Arc::new(HybridRetriever::new(bm25()?, dense()?)),
+        remote @ (RetrieverKind::Typesense | RetrieverKind::Milvus | RetrieverKind::Opensearch) => {
+            let engine = remote.name();
             let store = remote_store(config, engine)?;
-            let default_mode = if engine == "milvus" { SearchMode::Vector } else { SearchMode::Hybrid };
+            let default_mode = if remote == RetrieverKind::Milvus { SearchMode::Vector } else { SearchMode::Hybrid };
             let mode = config.remote.mode.as_deref().and_then(SearchMode::parse).unwrap_or(default_mode);
             let embedder = if mode == SearchMode::Text { None } else { Some(require_embedder(config)?) };
             let retriever = RemoteRetriever::open(store, embedder, mode)
@@ -94,7 +128,6 @@ pub async fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
                 .with_context(|| format!("opening the {engine} retriever"))?;
             Arc::new(retriever)
         }
-        other => bail!("unknown retriever `{other}`; choose bm25, dense, hybrid, typesense, milvus or opensearch"),
     })
 }
 
@@ -135,26 +168,4 @@ pub fn remote_store(config: &Config, engine: &str) -> Result<Arc<dyn RemoteStore
         }
         other => bail!("unknown remote engine `{other}`; choose typesense, milvus or opensearch"),
     })
-}
-
-/// Wraps `base` in the configured query rewrite (which calls `llm`), if any.
-pub fn with_query_rewrite(
-    config: &Config,
-    base: Arc<dyn Retriever>,
-    llm: &Arc<dyn Llm>,
-    prompts: &Arc<Prompts>,
-) -> Result<Arc<dyn Retriever>> {
-    let Some(name) = &config.query_rewrite else { return Ok(base) };
-    let method = RewriteMethod::parse(name)
-        .with_context(|| format!("unknown query rewrite `{name}`; choose hyde, multi-query or sub-question"))?;
-    Ok(Arc::new(RewriteRetriever::new(base, llm.clone(), prompts.clone(), method)))
-}
-
-/// A per-question retriever: `base`, de-duplicated across the question's rounds when configured.
-pub fn per_question(config: &Config, base: &Arc<dyn Retriever>) -> Arc<dyn Retriever> {
-    if config.dedup {
-        Arc::new(DedupRetriever::new(base.clone()))
-    } else {
-        base.clone()
-    }
 }

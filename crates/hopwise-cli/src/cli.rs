@@ -117,6 +117,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Score query-rewriting methods by retrieval quality (Hits/MAP/MRR@K against gold evidence ids).
     RetrievalEval(RetrievalEvalArgs),
+    /// Score retrieval gates (NO!, sampled uncertainty) against an oracle: was the closed-book answer right?
+    GateEval(GateEvalArgs),
     /// List the available strategies.
     Strategies(JsonFlag),
     /// List prompt templates, or print one.
@@ -166,6 +168,13 @@ pub struct RunFlags {
     /// Graph expansions allowed (ToQD's r_max).
     #[arg(long)]
     pub r_max: Option<u32>,
+    /// Seconds a question may take; after that no model call starts and the best answer so far is
+    /// given, marked best-effort (`[budget] max_seconds`).
+    #[arg(long, value_name = "SECONDS")]
+    pub max_seconds: Option<f64>,
+    /// Prompt + completion tokens a question may use (`[budget] max_tokens`).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
 }
 
 impl RunFlags {
@@ -176,6 +185,8 @@ impl RunFlags {
             strategy: self.strategy.clone(),
             k: self.k,
             r_max: self.r_max,
+            max_seconds: self.max_seconds,
+            max_tokens: self.max_tokens,
             ..Default::default()
         }
     }
@@ -271,6 +282,14 @@ pub struct EvalArgs {
     /// Do not use the on-disk cache of model calls.
     #[arg(long)]
     pub no_cache: bool,
+    /// A strategy option for every strategy of the run, `KEY=VALUE` (repeatable), e.g.
+    /// `--opt critique=false`; overrides `[strategies.NAME]`.
+    #[arg(long = "opt", value_name = "KEY=VALUE")]
+    pub opts: Vec<String>,
+    /// Start no new question after this much wall time (`90s`, `45m`, `2h`, `1h30m`); questions in
+    /// flight finish and are written, and the next run resumes from there.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub time_budget: Option<std::time::Duration>,
     #[command(flatten)]
     pub retrieval: RetrievalFlags,
     /// Print a JSON summary of the run.
@@ -303,6 +322,32 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct GateEvalArgs {
+    /// Datasets (normalised JSONL); items are their gold single-hop steps (2Wiki evidence triples,
+    /// MuSiQue decompositions) or else the questions themselves. Repeatable.
+    #[arg(long, required = true)]
+    pub dataset: Vec<PathBuf>,
+    /// Examples per dataset (each may give several steps).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Closed-book samples per item (one request).
+    #[arg(long, default_value_t = 5)]
+    pub samples: u32,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f32,
+    /// Items asked at once.
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Output directory: gate.jsonl (one record per item) and gate.md (the tables).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Do not use the on-disk cache of model calls.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct RetrievalEvalArgs {
     /// Dataset with gold evidence ids (e.g. multihop_rag.jsonl); examples without evidence are left out.
     #[arg(long)]
@@ -331,4 +376,51 @@ pub struct RetrievalEvalArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parses `90`, `90s`, `45m`, `2h`, `1h30m` (whole numbers, units s/m/h; a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(seconds));
+    }
+    let mut total: u64 = 0;
+    let mut digits = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(format!("`{text}`: unknown unit `{c}` (use s, m or h, e.g. 90m or 1h30m)")),
+        };
+        let value: u64 = digits.parse().map_err(|_| format!("`{text}`: a number must come before `{c}`"))?;
+        total = value.checked_mul(unit).and_then(|v| total.checked_add(v)).ok_or(format!("`{text}` is too long"))?;
+        digits.clear();
+    }
+    if !digits.is_empty() {
+        return Err(format!("`{text}`: the last number has no unit (s, m or h)"));
+    }
+    Ok(std::time::Duration::from_secs(total))
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_or_say_why_not() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("45m"), Ok(Duration::from_secs(2700)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert!(parse_duration("2d").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("1h30").unwrap_err().contains("no unit"));
+        assert!(parse_duration("h").is_err());
+        assert!(parse_duration("99999999999999999999h").is_err());
+    }
 }

@@ -5,6 +5,7 @@ mod backends;
 mod cli;
 mod commands;
 mod render;
+mod runtime;
 
 use std::process::ExitCode;
 

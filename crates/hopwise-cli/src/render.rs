@@ -18,10 +18,25 @@ fn decision_label(d: Decision) -> &'static str {
 pub fn render_trace(trace: &Trace) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Question: {}", trace.question);
-    let marker = if trace.best_effort { "  (best effort)" } else { "" };
+    let mut marks = Vec::new();
+    if let Some(c) = trace.confidence {
+        marks.push(format!("confidence {:.0}%", c * 100.0));
+    }
+    if trace.best_effort {
+        marks.push("best effort: a budget or a failure cut the work short".to_string());
+    }
+    let marker = if marks.is_empty() { String::new() } else { format!("  ({})", marks.join("; ")) };
     let _ = writeln!(out, "Answer:   {}{marker}", if trace.answer.is_empty() { "(none)" } else { &trace.answer });
     if let Some(r) = &trace.rationale {
         let _ = writeln!(out, "Reason:   {r}");
+    }
+    let sources = trace.supporting();
+    if !sources.is_empty() {
+        let _ = writeln!(out, "Sources:");
+        for (i, p) in sources.iter().enumerate() {
+            let title = if p.title.is_empty() { p.id.as_str() } else { p.title.as_str() };
+            let _ = writeln!(out, "  [{}] {title}: {}", i + 1, hopwise_core::text::truncate_words(&p.text, 24));
+        }
     }
     if !trace.nodes.is_empty() {
         let _ = writeln!(out, "\nGraph ({}):", trace.strategy);

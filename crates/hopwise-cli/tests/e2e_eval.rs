@@ -156,6 +156,20 @@ async fn eval_writes_consistent_results_resumes_and_refuses_bad_input() {
     assert!(err.contains("different configuration"), "{err}");
     assert_eq!(std::fs::read(out.join("results.jsonl")).expect("read"), before);
 
+    // A second server with the same model name but other answers: resuming the folder is refused
+    // (its rows came from the first server), and a fresh folder gets the second server's own answers,
+    // not the first server's replayed from the call cache.
+    let other = MockOpenAiServer::start(Arc::new(ScriptedLlm::new().fallback("Answer: Lyon"))).await.expect("mock");
+    let refused = output(eval_cmd(&home, &other.base_url(), &index, &out, "direct,rtr")).await;
+    assert!(!refused.status.success(), "resuming against another server must be refused");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("different configuration"));
+    let fresh = tmp.path().join("other-server");
+    let second = output(eval_cmd(&home, &other.base_url(), &index, &fresh, "direct")).await;
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    assert_eq!(other.request_count(), 12, "every question asked of the second server");
+    assert!(read_records(&fresh).iter().all(|r| r["prediction"] == "Lyon"), "no answer replayed across servers");
+    assert_eq!(server.request_count(), calls_after_first);
+
     // An unknown strategy is refused before any work.
     let unknown = output(eval_cmd(&home, &url, &index, &tmp.path().join("other"), "direct,nope")).await;
     assert!(!unknown.status.success());

@@ -127,3 +127,41 @@ async fn index_dense_then_ask_hybrid_and_retrieval_eval() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("--dense"), "{stderr}");
 }
+
+/// The embedder's precision is part of the dense index's identity: an index built in f32 is queried
+/// in f32 without being told (the CLI reads what the index was built with), and an explicit int8
+/// choice is refused with a message naming both identities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dense_index_keeps_the_precision_it_was_built_with() {
+    if !minilm_installed() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let corpus = tmp.path().join("corpus.jsonl");
+    let rows: Vec<serde_json::Value> =
+        DOCS[..7].iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
+    write_jsonl(&corpus, &rows);
+    let index = tmp.path().join("index");
+    let mut cmd = hopwise();
+    cmd.env("HOPWISE_EMBED_PRECISION", "f32").args(["index", "--dense", "--json", "--index"]).arg(&index).arg(&corpus);
+    let report = ok_json(&output(cmd).await, "index --dense in f32");
+    assert_eq!(report["dense"]["model_id"], "sentence-transformers/all-MiniLM-L6-v2", "{report}");
+
+    let server = MockOpenAiServer::start(Arc::new(model())).await.expect("mock server");
+    let ask = || {
+        let mut cmd = hopwise();
+        cmd.args(["ask", "How do I make a dessert?", "--strategy", "rtr", "--json", "-k", "2", "--retriever", "dense"]);
+        cmd.args(["--base-url", &server.base_url(), "--model", "scripted", "--index"]).arg(&index);
+        cmd
+    };
+    let trace: Trace =
+        serde_json::from_value(ok_json(&output(ask()).await, "ask, precision from the index")).expect("trace");
+    assert!(trace.answer.contains("whisk eggs"), "{}", trace.answer);
+
+    let mut cmd = ask();
+    cmd.env("HOPWISE_EMBED_PRECISION", "int8");
+    let out = output(cmd).await;
+    assert!(!out.status.success(), "int8 queries against f32 vectors must be refused");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("all-MiniLM-L6-v2@int8") && stderr.contains("built with"), "{stderr}");
+}

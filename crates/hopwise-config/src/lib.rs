@@ -1,14 +1,20 @@
 //! Configuration: one TOML file (`hopwise.toml`), overridden by environment variables, overridden by
-//! command-line flags. This crate only reads and merges; `backends` turns the result into live
-//! backends.
+//! command-line flags (the CLI's flags read their `HOPWISE_*` variables, so both arrive here as
+//! [`Overrides`]). This crate reads, merges and checks into typed values; the CLI's runtime turns
+//! them into live backends.
 //!
 //! Where the file is looked for: `--config F`, else `$HOPWISE_CONFIG`, else `./hopwise.toml` if it
 //! exists, else built-in defaults (the embedded local model and the sample index).
+//!
+//! Checked at load and after every override, so a mistake stops startup with a named error: an
+//! unknown key, an unknown `[strategies.NAME]` section or strategy, an invalid strategy option, a
+//! bad prompt override.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use hopwise_models::OpenAiConfig;
+use hopwise_reason::strategy;
 use hopwise_reason::{Budget, StrategyOptions};
 use serde::{Deserialize, Serialize};
 
@@ -18,16 +24,78 @@ pub enum ConfigError {
     File { path: PathBuf, message: String },
     #[error("{0}")]
     Invalid(String),
+    #[error("unknown strategy `{0}`; `hopwise strategies` lists them")]
+    UnknownStrategy(String),
+    #[error("[strategies.{name}]: no strategy is called `{name}`{hint}; `hopwise strategies` lists them")]
+    UnknownStrategySection { name: String, hint: String },
+    #[error("[strategies.{name}]: {message}")]
+    StrategyOptions { name: String, message: String },
+    #[error("prompt overrides: {0}")]
+    Prompts(String),
 }
 
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
-/// The retrieval backends `retriever` may name.
-pub const RETRIEVERS: [&str; 6] = ["bm25", "dense", "hybrid", "typesense", "milvus", "opensearch"];
+pub use hopwise_core::{default_home, RewriteMethod};
+
 /// How a remote engine answers (`[remote] mode`).
 pub const REMOTE_MODES: [&str; 3] = ["text", "vector", "hybrid"];
-/// The query rewrites `query_rewrite` may name.
-pub const QUERY_REWRITES: [&str; 3] = ["hyde", "multi-query", "sub-question"];
+
+/// The retrieval backend (`retriever`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetrieverKind {
+    /// BM25 over the index directory.
+    Bm25,
+    /// all-MiniLM-L6-v2 over the index's `dense/` folder.
+    Dense,
+    /// BM25 and dense, fused by reciprocal rank.
+    Hybrid,
+    Typesense,
+    Milvus,
+    Opensearch,
+}
+
+impl RetrieverKind {
+    pub const ALL: [RetrieverKind; 6] =
+        [Self::Bm25, Self::Dense, Self::Hybrid, Self::Typesense, Self::Milvus, Self::Opensearch];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bm25 => "bm25",
+            Self::Dense => "dense",
+            Self::Hybrid => "hybrid",
+            Self::Typesense => "typesense",
+            Self::Milvus => "milvus",
+            Self::Opensearch => "opensearch",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Self> {
+        Self::ALL.into_iter().find(|r| r.name() == name).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|r| r.name()).collect();
+            ConfigError::Invalid(format!("retriever `{name}` is unknown; choose one of {}", names.join(", ")))
+        })
+    }
+
+    /// Whether it is a remote engine configured in `[remote]`.
+    pub fn is_remote(self) -> bool {
+        matches!(self, Self::Typesense | Self::Milvus | Self::Opensearch)
+    }
+}
+
+impl std::fmt::Display for RetrieverKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn parse_rewrite(name: &str) -> Result<RewriteMethod> {
+    RewriteMethod::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = RewriteMethod::ALL.iter().map(|m| m.name()).collect();
+        ConfigError::Invalid(format!("query_rewrite `{name}` is unknown; choose one of {}", names.join(", ")))
+    })
+}
 
 /// How to reach a language model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,11 +139,10 @@ pub struct Config {
     pub llms: BTreeMap<String, LlmConfig>,
     /// The BM25 index directory (default: the sample index under `home`).
     pub index: Option<PathBuf>,
-    /// Retrieval backend: `bm25`, `dense` (all-MiniLM-L6-v2 over the index's `dense/` folder) or
-    /// `hybrid` (both, fused by reciprocal rank).
-    pub retriever: String,
+    /// Retrieval backend.
+    pub retriever: RetrieverKind,
     /// Let the model rewrite each retrieval query first: `hyde`, `multi-query` or `sub-question`.
-    pub query_rewrite: Option<String>,
+    pub query_rewrite: Option<RewriteMethod>,
     /// Drop passages already given to the same question in an earlier retrieval round.
     pub dedup: bool,
     /// Default strategy.
@@ -84,7 +151,7 @@ pub struct Config {
     pub k: usize,
     pub budget: Budget,
     /// Per-strategy options: `[strategies.toqd] critique = false`.
-    pub strategies: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    pub strategies: BTreeMap<String, StrategyOptions>,
     /// Prompt template overrides: `[prompts] toqd_decompose = "..."`.
     pub prompts: BTreeMap<String, String>,
     /// A TOML file of prompt overrides.
@@ -318,7 +385,7 @@ impl Default for Config {
             llm: "local".into(),
             llms,
             index: None,
-            retriever: "bm25".into(),
+            retriever: RetrieverKind::Bm25,
             query_rewrite: None,
             dedup: false,
             strategy: "toqd".into(),
@@ -353,6 +420,9 @@ pub struct Overrides {
     pub k: Option<usize>,
     pub threads: Option<u32>,
     pub r_max: Option<u32>,
+    /// `--max-seconds` / `--max-tokens`: per-question time and token budgets.
+    pub max_seconds: Option<f64>,
+    pub max_tokens: Option<u64>,
     pub remote: RemoteOverrides,
 }
 
@@ -388,45 +458,7 @@ impl Config {
         Ok(config)
     }
 
-    /// Environment variables: `HOPWISE_HOME`, `HOPWISE_LLM`, `HOPWISE_MODEL`, `HOPWISE_BASE_URL`,
-    /// `HOPWISE_INDEX`, `HOPWISE_RETRIEVER`, `HOPWISE_STRATEGY`, `HOPWISE_THREADS`, and for remote engines
-    /// `HOPWISE_{TYPESENSE_URL,TYPESENSE_API_KEY,MILVUS_URL,MILVUS_TOKEN,OPENSEARCH_URL,OPENSEARCH_AUTH}`,
-    /// `HOPWISE_REMOTE_COLLECTION`, `HOPWISE_REMOTE_MODE`.
-    pub fn env_overrides() -> Result<Overrides> {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let threads = match var("HOPWISE_THREADS") {
-            Some(t) => {
-                Some(t.parse().map_err(|_| ConfigError::Invalid(format!("HOPWISE_THREADS={t} is not a number")))?)
-            }
-            None => None,
-        };
-        Ok(Overrides {
-            home: var("HOPWISE_HOME").map(PathBuf::from),
-            llm: var("HOPWISE_LLM"),
-            model: var("HOPWISE_MODEL"),
-            base_url: var("HOPWISE_BASE_URL"),
-            index: var("HOPWISE_INDEX").map(PathBuf::from),
-            retriever: var("HOPWISE_RETRIEVER"),
-            query_rewrite: None,
-            dedup: None,
-            strategy: var("HOPWISE_STRATEGY"),
-            k: None,
-            threads,
-            r_max: None,
-            remote: RemoteOverrides {
-                typesense_url: var("HOPWISE_TYPESENSE_URL"),
-                typesense_api_key: var("HOPWISE_TYPESENSE_API_KEY"),
-                milvus_url: var("HOPWISE_MILVUS_URL"),
-                milvus_token: var("HOPWISE_MILVUS_TOKEN"),
-                opensearch_url: var("HOPWISE_OPENSEARCH_URL"),
-                opensearch_auth: var("HOPWISE_OPENSEARCH_AUTH"),
-                collection: var("HOPWISE_REMOTE_COLLECTION"),
-                mode: var("HOPWISE_REMOTE_MODE"),
-            },
-        })
-    }
-
-    /// Applies overrides (call with the environment's, then the flags').
+    /// Applies flag (or environment) values, then checks the result.
     pub fn apply(&mut self, o: &Overrides) -> Result<()> {
         if let Some(h) = &o.home {
             self.home = Some(h.clone());
@@ -458,10 +490,10 @@ impl Config {
             self.index = Some(i.clone());
         }
         if let Some(r) = &o.retriever {
-            self.retriever = r.clone();
+            self.retriever = RetrieverKind::parse(r)?;
         }
         if let Some(q) = &o.query_rewrite {
-            self.query_rewrite = Some(q.clone());
+            self.query_rewrite = Some(parse_rewrite(q)?);
         }
         if let Some(d) = o.dedup {
             self.dedup = d;
@@ -474,6 +506,15 @@ impl Config {
         }
         if let Some(r) = o.r_max {
             self.budget.r_max = r;
+        }
+        if let Some(seconds) = o.max_seconds {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(ConfigError::Invalid(format!("max_seconds = {seconds} must be a positive number")));
+            }
+            self.budget.max_seconds = Some(seconds);
+        }
+        if let Some(tokens) = o.max_tokens {
+            self.budget.max_tokens = Some(tokens);
         }
         self.remote.apply(&o.remote);
         self.validate()
@@ -488,26 +529,27 @@ impl Config {
                 known.join(", ")
             )));
         }
-        if !RETRIEVERS.contains(&self.retriever.as_str()) {
-            return Err(ConfigError::Invalid(format!(
-                "retriever `{}` is unknown; choose one of {}",
-                self.retriever,
-                RETRIEVERS.join(", ")
-            )));
-        }
-        if let Some(q) = &self.query_rewrite {
-            if !QUERY_REWRITES.contains(&q.as_str()) {
-                return Err(ConfigError::Invalid(format!(
-                    "query_rewrite `{q}` is unknown; choose one of {}",
-                    QUERY_REWRITES.join(", ")
-                )));
-            }
-        }
         self.remote.validate()?;
         if self.k == 0 || self.k > 100 {
             return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
         }
-        self.serve.validate()
+        self.serve.validate()?;
+        self.check_strategies()?;
+        self.prompts().map(|_| ())
+    }
+
+    /// The default strategy must exist, and every `[strategies.NAME]` must name a strategy and hold
+    /// options it accepts.
+    fn check_strategies(&self) -> Result<()> {
+        strategy::spec(&self.strategy).map_err(|_| ConfigError::UnknownStrategy(self.strategy.clone()))?;
+        for (name, options) in &self.strategies {
+            let row = strategy::spec(name).map_err(|_| ConfigError::UnknownStrategySection {
+                name: name.clone(),
+                hint: closest_strategy(name).map(|n| format!(" (did you mean `{n}`?)")).unwrap_or_default(),
+            })?;
+            row.build(options).map_err(|e| ConfigError::StrategyOptions { name: name.clone(), message: e.to_string() })?;
+        }
+        Ok(())
     }
 
     /// The data directory: `home`, else `$HOME/.cache/hopwise`.
@@ -533,28 +575,36 @@ impl Config {
     }
 
     pub fn strategy_options(&self, strategy: &str) -> StrategyOptions {
-        StrategyOptions(self.strategies.get(strategy).cloned().unwrap_or_default())
+        self.strategies.get(strategy).cloned().unwrap_or_default()
     }
 
     /// The prompt templates in force: built-ins, then `prompts_file`, then `[prompts]`.
     pub fn prompts(&self) -> Result<hopwise_core::Prompts> {
         let mut p = hopwise_core::Prompts::default();
         if let Some(f) = &self.prompts_file {
-            p = p.with_overrides_file(f).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            p = p.with_overrides_file(f).map_err(|e| ConfigError::Prompts(e.to_string()))?;
         }
-        p.with_overrides(&self.prompts).map_err(|e| ConfigError::Invalid(e.to_string()))
+        p.with_overrides(&self.prompts).map_err(|e| ConfigError::Prompts(e.to_string()))
     }
 }
 
-/// `$HOPWISE_HOME`, else `$HOME/.cache/hopwise`, else `./.hopwise`.
-pub fn default_home() -> PathBuf {
-    if let Some(h) = std::env::var_os("HOPWISE_HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(h);
+/// The strategy name within two edits of `name`, for "did you mean".
+fn closest_strategy(name: &str) -> Option<&'static str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut diagonal = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let next = (diagonal + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
+                diagonal = row[j + 1];
+                row[j + 1] = next;
+            }
+        }
+        row[b.len()]
     }
-    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => PathBuf::from(home).join(".cache").join("hopwise"),
-        None => PathBuf::from(".hopwise"),
-    }
+    strategy::STRATEGIES.iter().map(|s| (distance(name, s.name), s.name)).filter(|(d, _)| *d <= 2).min().map(|(_, n)| n)
 }
 
 #[cfg(test)]
@@ -645,16 +695,24 @@ mod tests {
         assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "qwen"));
         assert_eq!(c.budget.r_max, 2);
         assert_eq!(c.strategy_options("toqd").0.get("critique"), Some(&serde_json::Value::Bool(false)));
+        assert_eq!(c.query_rewrite, None);
         assert!(c.prompts().expect("prompts").template("toqd_self_verify") == Some("Q: {question}"));
         c.apply(&Overrides { model: Some("other".into()), k: Some(7), ..Default::default() }).expect("apply");
         assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "other"));
         assert_eq!(c.k, 7);
-        assert_eq!(c.retriever, "bm25");
-        let o = Overrides { retriever: Some("hybrid".into()), dedup: Some(true), ..Default::default() };
+        assert_eq!(c.retriever, RetrieverKind::Bm25);
+        let o = Overrides {
+            retriever: Some("hybrid".into()),
+            dedup: Some(true),
+            query_rewrite: Some("multi-query".into()),
+            ..Default::default()
+        };
         c.apply(&o).expect("apply");
-        assert!(c.retriever == "hybrid" && c.dedup);
-        assert!(c.apply(&Overrides { retriever: Some("nope".into()), ..Default::default() }).is_err());
-        c.retriever = "hybrid".into();
+        assert!(c.retriever == RetrieverKind::Hybrid && c.dedup);
+        assert_eq!(c.query_rewrite, Some(RewriteMethod::MultiQuery));
+        let err = c.apply(&Overrides { retriever: Some("nope".into()), ..Default::default() }).expect_err("unknown");
+        assert!(err.to_string().contains("bm25, dense, hybrid"), "{err}");
+        c.retriever = RetrieverKind::Hybrid;
         c.apply(&Overrides { base_url: Some("http://127.0.0.1:9/v1".into()), ..Default::default() }).expect("apply");
         assert!(
             matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { base_url, .. }) if base_url.ends_with(":9/v1"))
@@ -666,14 +724,36 @@ mod tests {
         assert!(Config::from_toml("strategi = \"toqd\"").is_err(), "unknown key");
         assert!(Config::from_toml("llm = \"nope\"").is_err(), "unknown llm");
         assert!(Config::from_toml("k = 0").is_err());
-        assert!(Config::from_toml("[prompts]\ntoqd_self_verify = \"{nope}\"").expect("parses").prompts().is_err());
+        assert!(Config::from_toml("[prompts]\ntoqd_self_verify = \"{nope}\"").is_err());
         assert!(Config::from_toml("[serve]\nbind = \"localhost\"").is_err(), "bind needs a port");
         assert!(Config::from_toml("[serve]\nmax_concurrency = 0").is_err());
         assert!(Config::from_toml("[serve]\ntoken = \"x\"").is_err(), "tokens never go in the file");
         let err = Config::from_toml("retriever = \"vector\"").expect_err("unknown retriever");
-        assert!(err.to_string().contains("bm25, dense, hybrid"), "{err}");
+        assert!(err.to_string().contains("`bm25`, `dense`, `hybrid`"), "{err}");
         assert!(Config::from_toml("query_rewrite = \"magic\"").is_err());
         let err = Config::from_file(Path::new("/nonexistent/hopwise.toml")).expect_err("missing");
         assert!(err.to_string().contains("/nonexistent/hopwise.toml"));
+    }
+
+    #[test]
+    fn strategy_sections_prompts_and_names_are_checked_at_load() {
+        let err = Config::from_toml("[strategies.toqdd]\ncritique = false").expect_err("misspelled section");
+        assert!(matches!(&err, ConfigError::UnknownStrategySection { name, .. } if name == "toqdd"), "{err}");
+        assert!(err.to_string().contains("did you mean `toqd`?"), "{err}");
+        let err = Config::from_toml("[strategies.toqd]\ncritiqe = false").expect_err("unknown option");
+        assert!(matches!(&err, ConfigError::StrategyOptions { name, .. } if name == "toqd"), "{err}");
+        assert!(err.to_string().contains("critiqe"), "{err}");
+        let err = Config::from_toml("[strategies.uar]\nsamples = 1").expect_err("invalid value");
+        assert!(matches!(&err, ConfigError::StrategyOptions { name, .. } if name == "uar"), "{err}");
+        let err = Config::from_toml("[prompts]\ntoqd_self_verify = \"{nope}\"").expect_err("bad placeholder");
+        assert!(matches!(err, ConfigError::Prompts(_)), "{err}");
+        let err = Config::from_toml("[prompts]\nno_such_template = \"x\"").expect_err("unknown template");
+        assert!(matches!(err, ConfigError::Prompts(_)), "{err}");
+        let err = Config::from_toml("strategy = \"tqod\"").expect_err("unknown strategy");
+        assert!(matches!(err, ConfigError::UnknownStrategy(_)), "{err}");
+        let mut c = Config::default();
+        let err = c.apply(&Overrides { strategy: Some("nope".into()), ..Default::default() }).expect_err("flag");
+        assert!(matches!(err, ConfigError::UnknownStrategy(_)), "{err}");
+        assert!(Config::from_toml("[strategies.hgot]\nsamples = 3").is_ok());
     }
 }

@@ -40,6 +40,28 @@ pub fn edges_for(n: usize) -> String {
     )
 }
 
+/// Edges of an `n`-question list that only point forward: `i -> j` with `j > i`, or `i -> Q`.
+///
+/// A decomposition lists a sub-question after the ones whose answers it needs (the prompt asks it to
+/// refer back to them), so forward edges are enough, and a graph of forward edges cannot have a cycle.
+/// With [`edges_for`] small models wrote back edges (`2 -> 1` after `1 -> 2`) on most graphs, which the
+/// parser then had to drop.
+pub fn forward_edges_for(n: usize) -> String {
+    if n == 0 {
+        return EDGES.to_string();
+    }
+    let mut rules = Vec::new();
+    for from in (1..=n).rev() {
+        let mut targets: Vec<String> = ((from + 1)..=n).rev().map(|to| format!("\"{to}\"")).collect();
+        targets.push("\"Q\"".to_string());
+        rules.push(format!("from{from} ::= \"{from} -> \" ({}) \"\\n\"", targets.join(" | ")));
+    }
+    let edge = (1..=n).rev().map(|from| format!("from{from}")).collect::<Vec<_>>().join(" | ");
+    let most = (n * (n + 1) / 2).clamp(1, 12);
+    let optional = " edge?".repeat(most - 1);
+    format!("root ::= edge{optional}\nedge ::= {edge}\n{}\n", rules.join("\n"))
+}
+
 /// Looks a grammar up by name (`numbered_questions`, `edges`), for configuration files.
 pub fn by_name(name: &str) -> Option<&'static str> {
     match name {
@@ -52,6 +74,16 @@ pub fn by_name(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forward_edges_allow_only_later_targets_and_q() {
+        let g = forward_edges_for(3);
+        assert!(g.contains(r#"from1 ::= "1 -> " ("3" | "2" | "Q") "\n""#), "{g}");
+        assert!(g.contains(r#"from3 ::= "3 -> " ("Q") "\n""#), "{g}");
+        assert!(g.contains("edge ::= from3 | from2 | from1"), "{g}");
+        assert_eq!(g.matches("edge?").count(), 5, "at most n(n+1)/2 = 6 edges: {g}");
+        assert_eq!(forward_edges_for(0), EDGES);
+    }
 
     #[test]
     fn edges_for_lists_exactly_the_ids_of_the_list() {

@@ -6,6 +6,7 @@
 
 pub mod error;
 pub mod grammars;
+pub mod home;
 pub mod llm;
 pub mod nli;
 pub mod prompts;
@@ -15,8 +16,11 @@ pub mod text;
 pub mod trace;
 
 pub use error::{BackendErrorKind, Error, Result};
-pub use llm::{CallTiming, ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm, Role, Usage};
+pub use home::default_home;
+pub use llm::{
+    CallTiming, ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm, MeteredModel, Role, Usage,
+};
 pub use nli::{Nli, NliLabel, NliVerdict};
-pub use prompts::Prompts;
-pub use retrieval::{Embedder, Passage, Retriever};
+pub use prompts::{Prompts, Protocol};
+pub use retrieval::{Embedder, Passage, Retriever, RewriteMethod};
 pub use trace::{Decision, Event, EventKind, GraphEdge, NodeId, NodeTrace, Recorder, Repair, Stats, Trace};

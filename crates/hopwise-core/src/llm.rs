@@ -155,13 +155,39 @@ pub trait Llm: Send + Sync {
     /// A short name for traces and errors, e.g. `openai:gpt-4o-mini` or `local:qwen2.5-1.5b`.
     fn name(&self) -> &str;
 
+    /// Everything about this backend that can change its reply to the same request: backend kind,
+    /// server address, model, the model file's identity, sampler settings. Call caches and evaluation
+    /// fingerprints key on it, so two servers that share a model name never share results.
+    /// Defaults to [`Llm::name`], which suffices only for backends whose name says all of that.
+    fn identity(&self) -> String {
+        self.name().to_string()
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
+}
+
+/// A model as one question sees it. Every call goes into that question's trace and stats and counts
+/// against its budgets, whoever makes it: the strategy, the NLI judge, the query rewriter. Helpers
+/// that call the model on a question's behalf take this rather than a bare [`Llm`], so no call can
+/// bypass the meter.
+#[async_trait]
+pub trait MeteredModel: Send + Sync {
+    /// The backend's name, for traces and messages.
+    fn name(&self) -> &str;
+
+    /// Sends `request` as the step `purpose` (`decompose`, `nli_judge`, `query_rewrite`, …) of graph
+    /// node `node`. Fails with [`Error::Budget`](crate::Error::Budget) once the question's call budget
+    /// is spent, and at once after the backend failed in a way that will not heal within the question.
+    async fn send(&self, purpose: &str, node: Option<&str>, request: ChatRequest) -> Result<ChatResponse>;
 }
 
 #[async_trait]
 impl<T: Llm + ?Sized> Llm for std::sync::Arc<T> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn identity(&self) -> String {
+        (**self).identity()
     }
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).chat(request).await

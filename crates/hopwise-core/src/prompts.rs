@@ -9,10 +9,50 @@ use crate::{Error, Result};
 
 const DEFAULTS: &str = include_str!("../prompts/default.toml");
 
+/// The output protocol a template's reply follows, declared next to the template (as a signature
+/// pairs a format with its parser); `hopwise_reason::protocol` has one reader per protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// Reasoning, then an `Answer: …` line.
+    FinalAnswer,
+    /// The answer first.
+    ShortAnswer,
+    /// An answer, or the `NO!` sentinel.
+    AnswerOrSentinel,
+    /// `Answer: …` and `Reason: …` lines.
+    AnswerWithReason,
+    NumberedList,
+    /// `1 -> 2 -> Q` edges.
+    Edges,
+    /// HGOT's `Step N: …` lines and dependency sentences.
+    PlanSteps,
+    /// `Step 2 depends on Step 1.` sentences.
+    Dependencies,
+    /// `Step 1 -> Step 2` arrows.
+    FormalEdges,
+    /// `Rationale: … [n]` and `Answer: …`.
+    CitedThought,
+    /// One sentence; `So the answer is: …` ends the loop.
+    Sentence,
+    /// `[Search(query)]` or a sentence.
+    SearchRequest,
+    /// A search query.
+    Query,
+    /// `entail`, `contradict` or `neutral`.
+    NliLabel,
+    /// Self-Ask's `Follow up: …` or a final answer.
+    SelfAskStep,
+    /// Free text (a system message, a rewritten question, a passage).
+    Text,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 struct TemplateSpec {
     #[serde(default)]
     vars: Vec<String>,
+    /// Required in the built-in file; an override replaces the text and keeps it.
+    protocol: Protocol,
     text: String,
 }
 
@@ -81,6 +121,11 @@ impl Prompts {
 
     pub fn template(&self, name: &str) -> Option<&str> {
         self.templates.get(name).map(|t| t.text.as_str())
+    }
+
+    /// The output protocol template `name` declares.
+    pub fn protocol(&self, name: &str) -> Option<Protocol> {
+        self.templates.get(name).map(|t| t.protocol)
     }
 
     /// Fills template `name` with `vars`. Every placeholder must be given.
@@ -167,6 +212,18 @@ mod tests {
         let s = p.render("toqd_self_verify", &[("question", "Who wrote Dune?")]).expect("render");
         assert!(s.contains("Who wrote Dune?"));
         assert!(s.contains("NO!"));
+    }
+
+    #[test]
+    fn every_template_declares_its_protocol_and_overrides_keep_it() {
+        let p = Prompts::default();
+        assert_eq!(p.protocol("toqd_construct"), Some(Protocol::Edges));
+        assert_eq!(p.protocol("cot"), Some(Protocol::FinalAnswer));
+        assert!(Prompts::from_toml("[t]\ntext = \"x\"").is_err(), "a template without a protocol");
+        let mut o = BTreeMap::new();
+        o.insert("toqd_self_verify".to_string(), "Q: {question}".to_string());
+        let p = p.with_overrides(&o).expect("valid override");
+        assert_eq!(p.protocol("toqd_self_verify"), Some(Protocol::AnswerOrSentinel));
     }
 
     #[test]

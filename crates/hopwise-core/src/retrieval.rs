@@ -49,3 +49,40 @@ pub trait Embedder: Send + Sync {
     /// One L2-normalised vector per input text.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
 }
+
+/// How a query is rewritten by the model before retrieval (`query_rewrite` in configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RewriteMethod {
+    /// The query plus a passage the model writes as if it answered it (Gao et al., HyDE).
+    Hyde,
+    /// The query plus the model's rephrasings of it.
+    MultiQuery,
+    /// The simpler questions the model breaks the query into.
+    SubQuestion,
+}
+
+impl RewriteMethod {
+    pub const ALL: [RewriteMethod; 3] = [Self::Hyde, Self::MultiQuery, Self::SubQuestion];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Hyde => "hyde",
+            Self::MultiQuery => "multi-query",
+            Self::SubQuestion => "sub-question",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The prompt template that asks for the rewrite.
+    pub fn template(self) -> &'static str {
+        match self {
+            Self::Hyde => "rq_hyde",
+            Self::MultiQuery => "rq_multi_query",
+            Self::SubQuestion => "rq_sub_question",
+        }
+    }
+}

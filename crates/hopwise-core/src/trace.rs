@@ -1,7 +1,7 @@
 //! The one trace type. Every strategy writes it through a [`Recorder`]; the CLI prints it, the server
 //! streams its events live, the evaluator stores it next to each result.
 //!
-//! Schema (JSON): see `docs/trace-schema.md`. Bump [`TRACE_SCHEMA_VERSION`] on breaking changes.
+//! The JSON form is these types' serde form. Bump [`TRACE_SCHEMA_VERSION`] on breaking changes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -198,6 +198,15 @@ pub struct Trace {
     /// True when a budget or a failure forced the answer; `notes` says why.
     #[serde(default)]
     pub best_effort: bool,
+    /// Ids of the passages the answer rests on (see [`supporting_passages`]), in first-seen order; the
+    /// CLI and the page list these as the answer's citations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub support: Vec<String>,
+    /// How sure the strategy is of the answer, in [0, 1]: the vote share of the winning answer among
+    /// sampled answers (ToQD's summary, CoT-SC) or HGOT's citation-weighted CI. Absent where the
+    /// strategy draws a single answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
     #[serde(default)]
     pub notes: Vec<String>,
     pub nodes: Vec<NodeTrace>,
@@ -210,7 +219,53 @@ pub struct Trace {
     pub extra: serde_json::Value,
 }
 
+/// The passages an answer rests on: for every answered node, the passages it was given that contain
+/// its answer (or, for a node answered after retrieval whose answer appears verbatim in none, its top
+/// passage), then any passage containing the final answer. Yes/no answers are matched through their
+/// nodes only. Ids, first-seen order, no repeats.
+pub fn supporting_passages(trace: &Trace) -> Vec<String> {
+    use crate::text::normalize_answer;
+    let contains = |passage: &Passage, answer: &str| {
+        let haystack = normalize_answer(&format!("{} {}", passage.title, passage.text));
+        format!(" {haystack} ").contains(&format!(" {answer} "))
+    };
+    let meaningful = |answer: &str| {
+        let a = normalize_answer(answer);
+        (!a.is_empty() && a != "yes" && a != "no").then_some(a)
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |id: &str| {
+        if !out.iter().any(|seen| seen == id) {
+            out.push(id.to_string());
+        }
+    };
+    for node in &trace.nodes {
+        let Some(answer) = node.answer.as_deref().and_then(meaningful) else { continue };
+        let matching: Vec<&Passage> = node.passages.iter().filter(|p| contains(p, &answer)).collect();
+        if matching.is_empty() && node.decision == Decision::Retrieved {
+            if let Some(top) = node.passages.first() {
+                push(&top.id);
+            }
+        }
+        matching.iter().for_each(|p| push(&p.id));
+    }
+    if let Some(answer) = meaningful(&trace.answer) {
+        for passage in trace.nodes.iter().flat_map(|n| n.passages.iter()) {
+            if contains(passage, &answer) {
+                push(&passage.id);
+            }
+        }
+    }
+    out
+}
+
 impl Trace {
+    /// The passages named by [`Trace::support`].
+    pub fn supporting(&self) -> Vec<&Passage> {
+        let all = self.evidence();
+        self.support.iter().filter_map(|id| all.iter().find(|p| &p.id == id).copied()).collect()
+    }
+
     pub fn node(&self, id: &str) -> Option<&NodeTrace> {
         self.nodes.iter().find(|n| n.id == id)
     }
@@ -368,7 +423,12 @@ impl Recorder {
         self.lock().extra = extra;
     }
 
-    /// Closes the trace: sets the answer, wall time, and emits the final event.
+    /// Records how sure the strategy is of its final answer (see [`Trace::confidence`]).
+    pub fn set_confidence(&self, confidence: f64) {
+        self.lock().confidence = confidence.is_finite().then_some(confidence.clamp(0.0, 1.0));
+    }
+
+    /// Closes the trace: sets the answer, its supporting passages, wall time, and emits the final event.
     pub fn finish(&self, answer: &str, rationale: Option<String>) -> Trace {
         let wall_ms = self.now_ms();
         let best_effort = {
@@ -376,6 +436,7 @@ impl Recorder {
             t.answer = answer.to_string();
             t.rationale = rationale;
             t.stats.wall_ms = wall_ms;
+            t.support = supporting_passages(&t);
             t.best_effort
         };
         self.event(None, wall_ms, EventKind::Final { answer: answer.to_string(), best_effort });
@@ -405,6 +466,46 @@ mod tests {
         let back: Trace = serde_json::from_str(&json).expect("parse");
         assert_eq!(back, trace);
         assert!(matches!(back.events.last().map(|e| &e.kind), Some(EventKind::Final { .. })));
+    }
+
+    #[test]
+    fn support_names_the_passages_that_hold_the_answers() {
+        let passage = |id: &str, text: &str| Passage {
+            id: id.into(),
+            title: String::new(),
+            text: text.into(),
+            ..Default::default()
+        };
+        let rec = Recorder::new("Which band?", "toqd");
+        rec.upsert_node(NodeTrace {
+            id: "1".into(),
+            answer: Some("Rush".into()),
+            decision: Decision::Retrieved,
+            passages: vec![
+                passage("a", "Counterparts is by Rush."),
+                passage("b", "Rushmore is a film."),
+                passage("c", "x"),
+            ],
+            ..Default::default()
+        });
+        rec.upsert_node(NodeTrace {
+            id: "2".into(),
+            answer: Some("Neil Peart".into()),
+            decision: Decision::Retrieved,
+            passages: vec![passage("d", "A drummer."), passage("a", "Counterparts is by Rush.")],
+            ..Default::default()
+        });
+        rec.upsert_node(NodeTrace {
+            id: "3".into(),
+            answer: Some("Yes".into()),
+            passages: vec![passage("e", "yes")],
+            ..Default::default()
+        });
+        let trace = rec.finish("Rush", None);
+        // "Rushmore" is not "Rush"; node 2's answer is in none of its passages, so its top one counts;
+        // a yes/no answer matches nothing by itself.
+        assert_eq!(trace.support, ["a", "d"]);
+        assert_eq!(trace.supporting().iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), ["a", "d"]);
     }
 
     #[test]

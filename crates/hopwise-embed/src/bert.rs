@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{EmbedError, Result};
+use crate::int8::{Int8Linear, QuantizedRows};
 use crate::kernels::{gelu, l2_normalize, layer_norm, matmul, softmax_rows, MatMut, MatRef};
 
 /// The fields of a Hugging Face `config.json` that this encoder needs.
@@ -94,6 +95,22 @@ struct Norm {
     beta: Vec<f32>,
 }
 
+impl Linear {
+    fn int8(&self) -> Result<Int8Linear> {
+        Int8Linear::new(&self.weight, &self.bias, self.output, self.input).ok_or_else(|| {
+            EmbedError::Weights(format!("a {}-wide layer cannot be quantized in blocks of 32", self.input))
+        })
+    }
+}
+
+/// The int8 copies of a layer's four linear maps (the f32 ones stay for short inputs).
+struct Int8Layer {
+    qkv: Int8Linear,
+    attention_out: Int8Linear,
+    ffn_in: Int8Linear,
+    ffn_out: Int8Linear,
+}
+
 struct Layer {
     /// Query, key and value projections fused into one `[3*hidden x hidden]` weight.
     qkv: Linear,
@@ -113,6 +130,8 @@ pub struct BertModel {
     token_type_row: Vec<f32>,
     embedding_norm: Norm,
     layers: Vec<Layer>,
+    /// Present when the model was loaded for int8 inference ([`BertModel::quantize`]).
+    int8_layers: Option<Vec<Int8Layer>>,
 }
 
 /// Reusable buffers for one worker thread, grown on demand.
@@ -124,6 +143,7 @@ pub struct Scratch {
     projected: Vec<f32>,
     intermediate: Vec<f32>,
     scores: Vec<f32>,
+    quantized: QuantizedRows,
 }
 
 fn grow(buf: &mut Vec<f32>, len: usize) {
@@ -210,7 +230,33 @@ impl BertModel {
                 ffn_norm: r.norm(&format!("{p}.output.LayerNorm"), h)?,
             });
         }
-        Ok(Self { config, word_embeddings, position_embeddings, token_type_row, embedding_norm, layers })
+        Ok(Self {
+            config,
+            word_embeddings,
+            position_embeddings,
+            token_type_row,
+            embedding_norm,
+            layers,
+            int8_layers: None,
+        })
+    }
+
+    /// Adds int8 copies of every encoder matrix, so [`embed`](Self::embed) can run with `int8`.
+    pub fn quantize(&mut self) -> Result<()> {
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(Int8Layer {
+                    qkv: l.qkv.int8()?,
+                    attention_out: l.attention_out.int8()?,
+                    ffn_in: l.ffn_in.int8()?,
+                    ffn_out: l.ffn_out.int8()?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.int8_layers = Some(layers);
+        Ok(())
     }
 
     pub fn config(&self) -> &BertConfig {
@@ -219,8 +265,14 @@ impl BertModel {
 
     /// Mean-pooled (over all tokens, special ones included, as sentence-transformers does) and
     /// L2-normalised embeddings, one per token sequence. Sequences must be non-empty, no longer than
-    /// `max_position_embeddings`, with ids inside the vocabulary.
-    pub fn embed(&self, sequences: &[&[u32]], scratch: &mut Scratch) -> Result<Vec<Vec<f32>>> {
+    /// `max_position_embeddings`, with ids inside the vocabulary. With `int8` (and after
+    /// [`quantize`](Self::quantize)) the encoder's matrix products run in int8.
+    pub fn embed(&self, sequences: &[&[u32]], scratch: &mut Scratch, int8: bool) -> Result<Vec<Vec<f32>>> {
+        let int8_layers = match (int8, &self.int8_layers) {
+            (false, _) => None,
+            (true, Some(layers)) => Some(layers),
+            (true, None) => return Err(EmbedError::Weights("int8 inference asked of a model loaded in f32".into())),
+        };
         let c = &self.config;
         let h = c.hidden_size;
         for s in sequences {
@@ -248,9 +300,10 @@ impl BertModel {
         grow(&mut scratch.scores, max_len * max_len);
 
         self.embed_tokens(sequences, &mut scratch.hidden[..tokens * h]);
-        for layer in &self.layers {
-            self.attention(layer, sequences, tokens, scratch);
-            self.feed_forward(layer, tokens, scratch);
+        for (i, layer) in self.layers.iter().enumerate() {
+            let quantized = int8_layers.map(|layers| &layers[i]);
+            self.attention(layer, quantized, sequences, tokens, scratch);
+            self.feed_forward(layer, quantized, tokens, scratch);
         }
 
         let mut out = Vec::with_capacity(sequences.len());
@@ -286,11 +339,11 @@ impl BertModel {
         layer_norm(hidden, h, &self.embedding_norm.gamma, &self.embedding_norm.beta, self.config.layer_norm_eps);
     }
 
-    fn attention(&self, layer: &Layer, sequences: &[&[u32]], tokens: usize, s: &mut Scratch) {
+    fn attention(&self, layer: &Layer, q8: Option<&Int8Layer>, sequences: &[&[u32]], tokens: usize, s: &mut Scratch) {
         let c = &self.config;
         let (h, d) = (c.hidden_size, c.head_dim());
         let scale = 1.0 / (d as f32).sqrt();
-        layer.qkv.forward(&s.hidden[..tokens * h], tokens, &mut s.qkv);
+        apply(&layer.qkv, q8.map(|l| &l.qkv), &s.hidden[..tokens * h], tokens, &mut s.qkv, &mut s.quantized);
         let qkv = &s.qkv[..tokens * 3 * h];
         let mut start = 0;
         for seq in sequences {
@@ -314,20 +367,54 @@ impl BertModel {
             }
             start += len;
         }
-        layer.attention_out.forward(&s.context[..tokens * h], tokens, &mut s.projected);
+        let attention_out = q8.map(|l| &l.attention_out);
+        apply(
+            &layer.attention_out,
+            attention_out,
+            &s.context[..tokens * h],
+            tokens,
+            &mut s.projected,
+            &mut s.quantized,
+        );
         let hidden = &mut s.hidden[..tokens * h];
         hidden.iter_mut().zip(&s.projected[..tokens * h]).for_each(|(x, p)| *x += p);
         layer_norm(hidden, h, &layer.attention_norm.gamma, &layer.attention_norm.beta, c.layer_norm_eps);
     }
 
-    fn feed_forward(&self, layer: &Layer, tokens: usize, s: &mut Scratch) {
+    fn feed_forward(&self, layer: &Layer, q8: Option<&Int8Layer>, tokens: usize, s: &mut Scratch) {
         let c = &self.config;
-        let h = c.hidden_size;
-        layer.ffn_in.forward(&s.hidden[..tokens * h], tokens, &mut s.intermediate);
-        gelu(&mut s.intermediate[..tokens * c.intermediate_size]);
-        layer.ffn_out.forward(&s.intermediate[..tokens * c.intermediate_size], tokens, &mut s.projected);
+        let (h, wide) = (c.hidden_size, c.intermediate_size);
+        apply(
+            &layer.ffn_in,
+            q8.map(|l| &l.ffn_in),
+            &s.hidden[..tokens * h],
+            tokens,
+            &mut s.intermediate,
+            &mut s.quantized,
+        );
+        gelu(&mut s.intermediate[..tokens * wide]);
+        let ffn_out = q8.map(|l| &l.ffn_out);
+        apply(&layer.ffn_out, ffn_out, &s.intermediate[..tokens * wide], tokens, &mut s.projected, &mut s.quantized);
         let hidden = &mut s.hidden[..tokens * h];
         hidden.iter_mut().zip(&s.projected[..tokens * h]).for_each(|(x, p)| *x += p);
         layer_norm(hidden, h, &layer.ffn_norm.gamma, &layer.ffn_norm.beta, c.layer_norm_eps);
+    }
+}
+
+/// One linear map: through its int8 copy when there is one, in f32 otherwise.
+fn apply(
+    f32_layer: &Linear,
+    int8: Option<&Int8Linear>,
+    x: &[f32],
+    rows: usize,
+    out: &mut [f32],
+    q: &mut QuantizedRows,
+) {
+    match int8 {
+        Some(layer) => {
+            q.quantize(x, rows, layer.input());
+            layer.forward(q, out);
+        }
+        None => f32_layer.forward(x, rows, out),
     }
 }

@@ -7,8 +7,12 @@ use hopwise_core::BackendErrorKind;
 pub enum EmbedError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("model file missing: {0} (run `hopwise setup` to fetch the embedding model)")]
+    #[error("model file missing: {0} (run `hopwise setup --fetch all-minilm-l6-v2` to fetch the embedding model)")]
     MissingFile(PathBuf),
+    #[error(
+        "model file damaged: {path}: {reason} (run `hopwise setup --fetch all-minilm-l6-v2` to fetch the embedding model again)"
+    )]
+    Damaged { path: PathBuf, reason: String },
     #[error("{path}: sha256 is {actual}, expected {expected} (file corrupt or from another release)")]
     Checksum { path: PathBuf, expected: String, actual: String },
     #[error("fetching the embedding model failed: {0}")]

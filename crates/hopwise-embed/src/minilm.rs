@@ -11,11 +11,46 @@ use crate::bert::{BertConfig, BertModel, Scratch};
 use crate::error::{EmbedError, Result};
 use crate::fetch::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE};
 
-/// The id an index records for vectors from this embedder.
+/// The id an index records for vectors from this embedder in f32.
 pub const MINILM_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
+/// The id for int8 vectors: a separate identity, so an index never mixes them with f32 ones.
+pub const MINILM_INT8_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@int8";
+/// Sequences shorter than this (special tokens included) run in f32 even in int8 mode: with two to
+/// four tokens there is no averaging over tokens, and int8 rounding alone moves the vector to
+/// cosine ≈ 0.998; such inputs cost next to nothing in f32.
+pub const INT8_MIN_TOKENS: usize = 6;
 /// Inputs are cut to this many tokens, `[CLS]` and `[SEP]` included: the model's own
 /// `max_seq_length` in sentence-transformers, so vectors match the reference implementation.
 pub const MINILM_MAX_TOKENS: usize = 256;
+
+/// Arithmetic of the encoder's matrix products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// Weights and activations in int8 blocks of 32 (AVX-512 VNNI when the CPU has it): several
+    /// times faster, cosine ≥ 0.999 against the f32 model.
+    #[default]
+    Int8,
+    /// The reference arithmetic.
+    F32,
+}
+
+impl Precision {
+    /// `int8` or `f32`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "int8" | "i8" | "q8" => Some(Self::Int8),
+            "f32" | "fp32" | "float" => Some(Self::F32),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Int8 => "int8",
+            Self::F32 => "f32",
+        }
+    }
+}
 
 /// How an embedding call is split into work.
 #[derive(Debug, Clone)]
@@ -27,6 +62,8 @@ pub struct MiniLmOptions {
     pub batch_tokens: usize,
     /// Truncation length in tokens, special tokens included (at most 512, the position table size).
     pub max_tokens: usize,
+    /// int8 (default) or f32 matrix products; part of the embedder's identity.
+    pub precision: Precision,
 }
 
 impl Default for MiniLmOptions {
@@ -35,6 +72,7 @@ impl Default for MiniLmOptions {
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             batch_tokens: 4096,
             max_tokens: MINILM_MAX_TOKENS,
+            precision: Precision::default(),
         }
     }
 }
@@ -60,17 +98,42 @@ impl MiniLmEmbedder {
                 return Err(EmbedError::MissingFile(dir.join(file)));
             }
         }
-        let config = BertConfig::from_file(&dir.join(CONFIG_FILE))?;
+        // A file that is there but unreadable is a damaged download: say so, and how to fetch it again.
+        let damaged = |file: &str| {
+            let path = dir.join(file);
+            move |e: EmbedError| EmbedError::Damaged { path, reason: e.to_string() }
+        };
+        let config = BertConfig::from_file(&dir.join(CONFIG_FILE)).map_err(damaged(CONFIG_FILE))?;
         let max_tokens = options.max_tokens.clamp(2, config.max_position_embeddings);
-        let tokenizer = load_tokenizer(&dir.join(TOKENIZER_FILE), max_tokens)?;
-        let model = BertModel::load(config, &dir.join(WEIGHTS_FILE))?;
-        let options =
-            MiniLmOptions { threads: options.threads.max(1), batch_tokens: options.batch_tokens.max(1), max_tokens };
+        let tokenizer = load_tokenizer(&dir.join(TOKENIZER_FILE), max_tokens).map_err(damaged(TOKENIZER_FILE))?;
+        let mut model = BertModel::load(config, &dir.join(WEIGHTS_FILE)).map_err(damaged(WEIGHTS_FILE))?;
+        if options.precision == Precision::Int8 {
+            model.quantize()?;
+        }
+        let options = MiniLmOptions {
+            threads: options.threads.max(1),
+            batch_tokens: options.batch_tokens.max(1),
+            max_tokens,
+            precision: options.precision,
+        };
         Ok(Self { inner: Arc::new(Inner { tokenizer, model, options }) })
     }
 
     pub fn options(&self) -> &MiniLmOptions {
         &self.inner.options
+    }
+
+    /// The identity an index records: the model and the precision of its arithmetic.
+    pub fn identity(&self) -> &'static str {
+        match self.inner.options.precision {
+            Precision::Int8 => MINILM_INT8_MODEL_ID,
+            Precision::F32 => MINILM_MODEL_ID,
+        }
+    }
+
+    /// Whether a sequence of `len` tokens runs through the int8 products.
+    fn int8_for(&self, len: usize) -> bool {
+        self.inner.options.precision == Precision::Int8 && len >= INT8_MIN_TOKENS
     }
 
     /// Token ids as the encoder sees them (truncated, with `[CLS]`/`[SEP]`).
@@ -85,18 +148,21 @@ impl MiniLmEmbedder {
         let threads = inner.options.threads.min(texts.len()).max(1);
         let ids = parallel_map(threads, texts.len(), |i| self.tokenize(texts[i].as_ref()))?;
 
-        // Longest first: the big batches start early, and similar lengths share a batch, which keeps
-        // the per-sequence attention work of each batch even.
+        // Length buckets: longest first, so the big batches start early and similar lengths share a
+        // batch, which keeps the per-sequence attention work of each batch even. Sequences are
+        // packed, not padded, so a bucket wastes no work on padding. Short sequences (f32 even in
+        // int8 mode) never share a batch with int8 ones.
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
-        let mut batches: Vec<Vec<usize>> = Vec::new();
+        let mut batches: Vec<(bool, Vec<usize>)> = Vec::new();
         let mut batch_len = 0;
         for i in order {
             let len = ids[i].len();
+            let int8 = self.int8_for(len);
             match batches.last_mut() {
-                Some(batch) if batch_len + len <= inner.options.batch_tokens => batch.push(i),
+                Some((kind, batch)) if *kind == int8 && batch_len + len <= inner.options.batch_tokens => batch.push(i),
                 _ => {
-                    batches.push(vec![i]);
+                    batches.push((int8, vec![i]));
                     batch_len = 0;
                 }
             }
@@ -104,11 +170,12 @@ impl MiniLmEmbedder {
         }
 
         let per_batch = parallel_map_with(threads, batches.len(), Scratch::default, |scratch, b| {
-            let seqs: Vec<&[u32]> = batches[b].iter().map(|&i| ids[i].as_slice()).collect();
-            inner.model.embed(&seqs, scratch)
+            let (int8, batch) = &batches[b];
+            let seqs: Vec<&[u32]> = batch.iter().map(|&i| ids[i].as_slice()).collect();
+            inner.model.embed(&seqs, scratch, *int8)
         })?;
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for (batch, vectors) in batches.iter().zip(per_batch) {
+        for ((_, batch), vectors) in batches.iter().zip(per_batch) {
             for (&i, v) in batch.iter().zip(vectors) {
                 out[i] = v;
             }
@@ -178,7 +245,7 @@ fn parallel_map_with<T: Send, S>(
 #[async_trait]
 impl hopwise_core::Embedder for MiniLmEmbedder {
     fn model_id(&self) -> &str {
-        MINILM_MODEL_ID
+        self.identity()
     }
 
     fn dim(&self) -> usize {

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{cosine, embedder};
+use common::{cosine, embedder, f32_embedder};
 use hopwise_core::Embedder;
-use hopwise_embed::{MINILM_MAX_TOKENS, MINILM_MODEL_ID};
+use hopwise_embed::{MiniLmEmbedder, INT8_MIN_TOKENS, MINILM_INT8_MODEL_ID, MINILM_MAX_TOKENS, MINILM_MODEL_ID};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -26,13 +26,11 @@ fn fixture() -> Fixture {
     serde_json::from_str(text).expect("fixture parses")
 }
 
-#[tokio::test]
-async fn vectors_match_sentence_transformers() {
+/// Every fixture text through `model` (as one batch), against sentence-transformers' vectors.
+async fn check_against_reference(model: &MiniLmEmbedder, min_cosine: f32) {
     let fixture = fixture();
     assert_eq!(fixture.max_seq_length, MINILM_MAX_TOKENS);
-    let model = embedder();
-    assert_eq!((model.model_id(), model.dim()), (MINILM_MODEL_ID, 384));
-
+    assert_eq!(model.dim(), 384);
     let texts: Vec<String> = fixture.items.iter().map(|i| i.text.clone()).collect();
     let vectors = model.embed(&texts).await.expect("embed");
     assert_eq!(vectors.len(), texts.len());
@@ -43,24 +41,64 @@ async fn vectors_match_sentence_transformers() {
         assert!((norm - 1.0).abs() < 1e-5, "norm {norm}");
         let cos = cosine(v, &item.vector);
         let max_diff = v.iter().zip(&item.vector).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-        eprintln!("{} tokens: cosine {cos:.8}, max |diff| {max_diff:.2e}", item.tokens);
-        assert!(cos >= 0.999, "cosine {cos} for {:?}", item.text);
+        eprintln!("{} {} tokens: cosine {cos:.8}, max |diff| {max_diff:.2e}", model.model_id(), item.tokens);
+        assert!(cos >= min_cosine, "cosine {cos} for {:?}", item.text);
     }
     assert!(fixture.items.iter().any(|i| i.tokens == MINILM_MAX_TOKENS), "fixture covers truncation");
+}
+
+#[tokio::test]
+async fn f32_vectors_match_sentence_transformers() {
+    let model = f32_embedder();
+    assert_eq!(model.model_id(), MINILM_MODEL_ID);
+    check_against_reference(model, 0.99999).await;
+}
+
+#[tokio::test]
+async fn int8_vectors_match_sentence_transformers() {
+    let model = embedder();
+    assert_eq!(model.model_id(), MINILM_INT8_MODEL_ID);
+    check_against_reference(model, 0.999).await;
+    // The fixture must exercise both int8 sequences and the short ones kept in f32.
+    let lengths: Vec<usize> = fixture().items.iter().map(|i| i.tokens).collect();
+    assert!(lengths.iter().any(|&n| n < INT8_MIN_TOKENS) && lengths.iter().any(|&n| n >= INT8_MIN_TOKENS));
+}
+
+#[test]
+fn int8_and_f32_agree_on_corpus_passages() {
+    // Passages of the bundled sample corpus: real text of typical length, all on the int8 path.
+    let corpus = include_str!("../../../data/sample/corpus.jsonl");
+    let texts: Vec<String> = corpus
+        .lines()
+        .step_by(40)
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("corpus line")["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert!(texts.len() >= 10);
+    let fast = embedder().embed_blocking(&texts).expect("int8");
+    let exact = f32_embedder().embed_blocking(&texts).expect("f32");
+    let worst = fast.iter().zip(&exact).map(|(a, b)| cosine(a, b)).fold(1.0, f32::min);
+    eprintln!("{} passages: worst int8-vs-f32 cosine {worst:.6}", texts.len());
+    assert!(worst >= 0.999, "worst cosine {worst}");
 }
 
 #[test]
 fn batching_does_not_change_vectors() {
     let fixture = fixture();
-    let model = embedder();
     let texts: Vec<&str> = fixture.items.iter().map(|i| i.text.as_str()).collect();
-    let together = model.embed_blocking(&texts).expect("batch");
-    for (text, batched) in texts.iter().zip(&together) {
-        let alone = model.embed_blocking(&[*text]).expect("single");
-        let max_diff = alone[0].iter().zip(batched).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-        assert!(max_diff < 1e-5, "{text:?}: batched and single differ by {max_diff}");
+    for model in [embedder(), f32_embedder()] {
+        let together = model.embed_blocking(&texts).expect("batch");
+        for (text, batched) in texts.iter().zip(&together) {
+            let alone = model.embed_blocking(&[*text]).expect("single");
+            let max_diff = alone[0].iter().zip(batched).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(max_diff < 1e-5, "{text:?}: batched and single differ by {max_diff}");
+        }
+        assert!(model.embed_blocking::<&str>(&[]).expect("empty input").is_empty());
     }
-    assert!(model.embed_blocking::<&str>(&[]).expect("empty input").is_empty());
 }
 
 #[test]

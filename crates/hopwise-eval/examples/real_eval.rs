@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hopwise_core::{Llm, Prompts, Recorder, Retriever};
-use hopwise_eval::{prompts_hash, run_eval, EvalConfig, ExampleContextRetriever, IndicatifProgress, Job};
+use hopwise_eval::{run_eval, EvalConfig, ExampleContextRetriever, IndicatifProgress, Job};
 use hopwise_models::{OpenAiConfig, OpenAiLlm};
 use hopwise_reason::Ctx;
 
@@ -37,9 +37,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         EvalConfig::new(vec![data.join("hotpotqa.jsonl"), data.join("2wikimultihopqa.jsonl")], strategies, out.clone());
     config.limit = Some(limit);
     config.concurrency = concurrency;
-    config.model = llm.name().to_string();
+    config.model = llm.identity();
     config.retriever = Some("example-context-bm25".into());
-    config.prompts_hash = prompts_hash(&prompts);
+    config.prompts = (*prompts).clone();
     config.settings.insert("temperature".into(), serde_json::json!(0.1));
 
     let k = config.k;

@@ -18,7 +18,7 @@ use crate::results::write_atomic;
 pub struct EvalConfig {
     /// Dataset files (normalised JSONL or an original format); each file's stem names its column.
     pub datasets: Vec<PathBuf>,
-    /// Strategy names as in `hopwise_reason::strategy::CATALOG`.
+    /// Strategy names as in `hopwise_reason::strategy::STRATEGIES`.
     pub strategies: Vec<String>,
     /// Options per strategy name (missing: defaults).
     pub strategy_options: BTreeMap<String, StrategyOptions>,
@@ -31,11 +31,11 @@ pub struct EvalConfig {
     pub k: usize,
     /// K of Hits@K / MAP@K / MRR@K over the passages a strategy used.
     pub retrieval_k: usize,
-    /// Backend names for the fingerprint, e.g. `local:qwen2.5-1.5b`, `bm25:hotpotqa_corpus`.
+    /// The model backend's [identity](hopwise_core::Llm::identity): kind, server address, model file.
     pub model: String,
     pub retriever: Option<String>,
-    /// See [`prompts_hash`].
-    pub prompts_hash: String,
+    /// The templates in force; each strategy's fingerprint hashes the ones it renders.
+    pub prompts: Prompts,
     /// Anything else that changes results (sampling parameters, budgets, seeds …).
     pub settings: BTreeMap<String, Value>,
     /// Draw the PNG/SVG plots after the run.
@@ -43,6 +43,9 @@ pub struct EvalConfig {
     /// Stop the run after this many jobs in a row fail in a backend (failed jobs are retried by the
     /// next run, so a dead server does not fill the results with empty answers).
     pub max_consecutive_failures: usize,
+    /// Start no new job once this much wall time has passed; jobs in flight finish and are written, so
+    /// the run ends between questions and the next run resumes from there.
+    pub time_budget: Option<std::time::Duration>,
 }
 
 impl EvalConfig {
@@ -58,10 +61,11 @@ impl EvalConfig {
             retrieval_k: 10,
             model: String::new(),
             retriever: None,
-            prompts_hash: prompts_hash(&Prompts::default()),
+            prompts: Prompts::default(),
             settings: BTreeMap::new(),
             plots: true,
             max_consecutive_failures: 5,
+            time_budget: None,
         }
     }
 
@@ -69,34 +73,46 @@ impl EvalConfig {
         self.strategy_options.get(strategy).cloned().unwrap_or_default()
     }
 
-    pub fn fingerprint(&self) -> RunFingerprint {
-        RunFingerprint {
+    /// The fingerprint of this run. Fails for an unknown strategy or invalid options.
+    pub fn fingerprint(&self) -> Result<RunFingerprint> {
+        let mut strategy_prompts = BTreeMap::new();
+        for name in &self.strategies {
+            let strategy = hopwise_reason::strategy::build(name, &self.options_for(name))?;
+            let mut templates = vec!["system"];
+            templates.extend_from_slice(strategy.templates());
+            strategy_prompts.insert(name.clone(), prompts_hash(&self.prompts, &templates));
+        }
+        Ok(RunFingerprint {
             schema: RUN_SCHEMA,
             model: self.model.clone(),
             retriever: self.retriever.clone(),
             k: self.k,
-            prompts_hash: self.prompts_hash.clone(),
             settings: self.settings.clone(),
             strategy_options: self.strategies.iter().map(|s| (s.clone(), self.options_for(s))).collect(),
-        }
+            strategy_prompts,
+        })
     }
 }
 
-const RUN_SCHEMA: u32 = 1;
+/// 2: the model is the backend's identity (server address, model file), and prompts are hashed per
+/// strategy.
+const RUN_SCHEMA: u32 = 2;
 
 /// The settings that must not change between runs writing to one output directory. Strategies may
-/// be added to a directory later; a strategy already present must keep its options.
+/// be added to a directory later; a strategy already present must keep its options and its prompts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunFingerprint {
     pub schema: u32,
     pub model: String,
     pub retriever: Option<String>,
     pub k: usize,
-    pub prompts_hash: String,
     #[serde(default)]
     pub settings: BTreeMap<String, Value>,
     #[serde(default)]
     pub strategy_options: BTreeMap<String, StrategyOptions>,
+    /// Per strategy, the [`prompts_hash`] of the templates it renders.
+    #[serde(default)]
+    pub strategy_prompts: BTreeMap<String, String>,
 }
 
 impl RunFingerprint {
@@ -104,10 +120,10 @@ impl RunFingerprint {
     pub fn difference(&self, stored: &RunFingerprint) -> Option<String> {
         let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
         let checks: [(&str, String, String); 5] = [
+            ("schema", show(&stored.schema), show(&self.schema)),
             ("model", show(&stored.model), show(&self.model)),
             ("retriever", show(&stored.retriever), show(&self.retriever)),
             ("k", show(&stored.k), show(&self.k)),
-            ("prompts", stored.prompts_hash.clone(), self.prompts_hash.clone()),
             ("settings", show(&stored.settings), show(&self.settings)),
         ];
         for (what, before, now) in checks {
@@ -118,6 +134,11 @@ impl RunFingerprint {
         for (name, options) in &self.strategy_options {
             if let Some(before) = stored.strategy_options.get(name).filter(|b| *b != options) {
                 return Some(format!("options of `{name}` were {:?}, now {:?}", before.0, options.0));
+            }
+        }
+        for (name, hash) in &self.strategy_prompts {
+            if let Some(before) = stored.strategy_prompts.get(name).filter(|b| *b != hash) {
+                return Some(format!("the prompts of `{name}` changed (hash {before}, now {hash})"));
             }
         }
         None
@@ -139,6 +160,7 @@ pub fn check_run_dir(out_dir: &Path, current: &RunFingerprint) -> Result<()> {
             }
             let mut merged = stored;
             merged.strategy_options.extend(current.strategy_options.clone());
+            merged.strategy_prompts.extend(current.strategy_prompts.clone());
             merged
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -156,10 +178,13 @@ pub fn check_run_dir(out_dir: &Path, current: &RunFingerprint) -> Result<()> {
     write_atomic(&path, &json)
 }
 
-/// A stable hash of every prompt template in force (names and texts).
-pub fn prompts_hash(prompts: &Prompts) -> String {
+/// A stable hash of the named templates (names and texts; a name with no template counts as empty).
+pub fn prompts_hash(prompts: &Prompts, names: &[&str]) -> String {
+    let mut names = names.to_vec();
+    names.sort_unstable();
+    names.dedup();
     let mut h = Sha256::new();
-    for name in prompts.names() {
+    for name in names {
         h.update(name.as_bytes());
         h.update([0]);
         h.update(prompts.template(name).unwrap_or("").as_bytes());
@@ -173,7 +198,7 @@ mod tests {
     use super::*;
 
     fn config(dir: &Path) -> EvalConfig {
-        let mut c = EvalConfig::new(vec![], vec!["cot".into()], dir.to_path_buf());
+        let mut c = EvalConfig::new(vec![], vec!["cot-sc".into()], dir.to_path_buf());
         c.model = "m1".into();
         c
     }
@@ -182,47 +207,76 @@ mod tests {
     fn a_different_configuration_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let c = config(dir.path());
-        check_run_dir(dir.path(), &c.fingerprint()).expect("first run");
-        check_run_dir(dir.path(), &c.fingerprint()).expect("same config resumes");
+        check_run_dir(dir.path(), &c.fingerprint().unwrap()).expect("first run");
+        check_run_dir(dir.path(), &c.fingerprint().unwrap()).expect("same config resumes");
 
         let mut other = c.clone();
         other.model = "m2".into();
-        let err = check_run_dir(dir.path(), &other.fingerprint()).expect_err("model differs");
+        let err = check_run_dir(dir.path(), &other.fingerprint().unwrap()).expect_err("model differs");
         let msg = err.to_string();
         assert!(msg.contains("model was \"m1\", now \"m2\"") && msg.contains("new --out"), "{msg}");
 
         let mut k = c.clone();
         k.k = 10;
-        assert!(check_run_dir(dir.path(), &k.fingerprint()).is_err());
+        assert!(check_run_dir(dir.path(), &k.fingerprint().unwrap()).is_err());
 
         let mut opts = c.clone();
         let mut o = StrategyOptions::default();
         o.set("samples", serde_json::json!(3));
-        opts.strategy_options.insert("cot".into(), o);
-        assert!(check_run_dir(dir.path(), &opts.fingerprint()).is_err(), "options of a finished strategy changed");
+        opts.strategy_options.insert("cot-sc".into(), o);
+        assert!(
+            check_run_dir(dir.path(), &opts.fingerprint().unwrap()).is_err(),
+            "options of a finished strategy changed"
+        );
 
         let mut more = c.clone();
         more.strategies.push("direct".into());
-        check_run_dir(dir.path(), &more.fingerprint()).expect("adding a strategy is fine");
+        check_run_dir(dir.path(), &more.fingerprint().unwrap()).expect("adding a strategy is fine");
         let stored: RunFingerprint =
             serde_json::from_slice(&std::fs::read(dir.path().join("run.json")).expect("read")).expect("parse");
-        assert!(stored.strategy_options.contains_key("direct") && stored.strategy_options.contains_key("cot"));
+        assert!(stored.strategy_options.contains_key("direct") && stored.strategy_options.contains_key("cot-sc"));
     }
 
     #[test]
     fn results_without_run_json_are_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("results.jsonl"), "").expect("write");
-        assert!(check_run_dir(dir.path(), &config(dir.path()).fingerprint()).is_err());
+        assert!(check_run_dir(dir.path(), &config(dir.path()).fingerprint().unwrap()).is_err());
     }
 
     #[test]
     fn prompts_hash_changes_with_a_template() {
-        let base = prompts_hash(&Prompts::default());
+        let base = prompts_hash(&Prompts::default(), &["direct", "system"]);
         let mut o = BTreeMap::new();
         o.insert("direct".to_string(), "Just answer: {question}".to_string());
         let changed = Prompts::default().with_overrides(&o).expect("override");
-        assert_ne!(base, prompts_hash(&changed));
-        assert_eq!(base, prompts_hash(&Prompts::default()));
+        assert_ne!(base, prompts_hash(&changed, &["direct", "system"]));
+        assert_eq!(base, prompts_hash(&Prompts::default(), &["system", "direct"]));
+    }
+
+    /// A changed template makes exactly the strategies that render it stale: the folder of a `direct`
+    /// run still resumes after a ToQD prompt changed; a `toqd` run does not.
+    #[test]
+    fn a_changed_template_touches_only_the_strategies_that_use_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut c = config(dir.path());
+        c.strategies = vec!["direct".into(), "toqd".into()];
+        check_run_dir(dir.path(), &c.fingerprint().unwrap()).expect("first run");
+
+        let mut o = BTreeMap::new();
+        o.insert("toqd_summary".to_string(), "Answer {question} from {dialog}".to_string());
+        let mut direct_only = c.clone();
+        direct_only.strategies = vec!["direct".into()];
+        direct_only.prompts = Prompts::default().with_overrides(&o).expect("override");
+        check_run_dir(dir.path(), &direct_only.fingerprint().unwrap()).expect("direct does not render toqd_summary");
+
+        let mut toqd = direct_only.clone();
+        toqd.strategies = vec!["toqd".into()];
+        let err = check_run_dir(dir.path(), &toqd.fingerprint().unwrap()).expect_err("toqd renders it");
+        assert!(err.to_string().contains("prompts of `toqd` changed"), "{err}");
+
+        let mut other_server = c.clone();
+        other_server.model = "openai endpoint=http://127.0.0.2:9/v1/chat/completions model=m1".into();
+        assert!(check_run_dir(dir.path(), &other_server.fingerprint().unwrap()).is_err(), "another server");
     }
 }

@@ -14,6 +14,7 @@ pub mod config;
 pub mod context;
 pub mod dataset;
 pub mod error;
+pub mod gate_eval;
 pub mod metrics;
 pub mod plots;
 pub mod progress;

@@ -225,7 +225,7 @@ async fn evaluate_one(
         queries,
         retrieved,
         scores,
-        llm_calls: ctx.rec.stats().llm_calls,
+        llm_calls: ctx.rec().stats().llm_calls,
         error,
     })
 }

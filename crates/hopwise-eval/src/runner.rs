@@ -71,6 +71,8 @@ pub struct RunOutcome {
     pub ran: usize,
     /// Jobs whose backend failed (not written; retried by the next run).
     pub failed: Vec<FailedJob>,
+    /// Jobs not started because the time budget ran out (the next run does them).
+    pub not_started: usize,
     /// Dataset records that could not be loaded.
     pub skipped: Vec<SkippedRecord>,
     pub summary: Summary,
@@ -110,7 +112,7 @@ pub async fn run_eval(
 
     let out = config.out_dir.clone();
     std::fs::create_dir_all(&out).map_err(|e| EvalError::Write { path: out.clone(), source: e })?;
-    check_run_dir(&out, &config.fingerprint())?;
+    check_run_dir(&out, &config.fingerprint()?)?;
     let (mut log, finished) = ResultsLog::open(&out.join("results.jsonl"))?;
     let finished: HashMap<RecordKey, f64> = finished.iter().map(|r| (r.key(), r.metrics.accuracy)).collect();
 
@@ -143,9 +145,10 @@ pub async fn run_eval(
     let mut ran = 0usize;
     let mut failed: Vec<FailedJob> = Vec::new();
     let mut failing_in_a_row = 0usize;
+    let out_of_time = || config.time_budget.is_some_and(|budget| started.elapsed() >= budget);
     // Errors stop the loop; the summary is still brought up to date with what finished.
     let stopped: Result<()> = loop {
-        while running.len() < concurrency {
+        while running.len() < concurrency && !out_of_time() {
             let Some((job, strategy)) = pending.next() else {
                 break;
             };
@@ -210,8 +213,12 @@ pub async fn run_eval(
     }
     progress.finish(&snapshot);
 
-    let (summary, notes) = regenerate_reports(&out, config.plots)?;
-    Ok(RunOutcome { total, resumed, ran, failed, skipped, summary, notes })
+    let not_started = pending.len();
+    let (summary, mut notes) = regenerate_reports(&out, config.plots)?;
+    if not_started > 0 {
+        notes.push(format!("time budget reached: {not_started} jobs not started; run again to resume"));
+    }
+    Ok(RunOutcome { total, resumed, ran, failed, not_started, skipped, summary, notes })
 }
 
 /// Rewrites `summary.md`, `summary.json` and (optionally) the plots from `results.jsonl`. A plot that

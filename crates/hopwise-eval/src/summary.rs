@@ -133,7 +133,7 @@ pub fn summarize(records: &[ResultRecord]) -> Summary {
     }
     // Known strategies in catalog order (baselines after ToQD), others after them as first seen.
     let catalog_rank =
-        |s: &String| hopwise_reason::strategy::CATALOG.iter().position(|(name, _)| name == s).unwrap_or(usize::MAX);
+        |s: &String| hopwise_reason::strategy::STRATEGIES.iter().position(|row| row.name == s).unwrap_or(usize::MAX);
     strategies.sort_by_key(catalog_rank);
     let mut cells = Vec::new();
     let mut overall = Vec::new();
@@ -186,11 +186,10 @@ pub fn render_markdown(s: &Summary) -> String {
     if let Some(c) = &s.config {
         let _ = writeln!(
             out,
-            "Model `{}`, retriever `{}`, k = {}, prompts `{}`.\n",
+            "Model `{}`, retriever `{}`, k = {}.\n",
             c.model,
             c.retriever.as_deref().unwrap_or("none"),
             c.k,
-            c.prompts_hash
         );
     }
     let _ = writeln!(out, "## Accuracy\n");

@@ -250,3 +250,26 @@ fn the_run_future_can_be_spawned() {
     let fut = run_eval(&cfg, factory(Duration::ZERO, false), &NoProgress);
     assert_send(&fut);
 }
+
+/// A time budget ends the run between questions: what started is finished and written, nothing more
+/// starts, and the next run resumes with exactly the jobs left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_time_budget_stops_between_questions_and_the_next_run_resumes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = write_dataset(dir.path(), "alpha", 6);
+    let out = dir.path().join("out");
+    let mut cfg = config(vec![data], &["direct"], &out);
+    cfg.concurrency = 1;
+    // Each call takes 200 ms: the first job starts, the budget runs out while it (or the next) runs.
+    cfg.time_budget = Some(Duration::from_millis(300));
+    let first = run_eval(&cfg, factory(Duration::from_millis(200), false), &NoProgress).await.expect("run");
+    assert!(first.ran >= 1 && first.not_started >= 1, "ran {} left {}", first.ran, first.not_started);
+    assert_eq!(first.ran + first.not_started, 6);
+    assert_eq!(raw_lines(&out).len(), first.ran, "every started job was written, whole");
+    assert!(first.notes.iter().any(|n| n.contains("time budget")), "{:?}", first.notes);
+
+    cfg.time_budget = None;
+    let second = run_eval(&cfg, factory(Duration::ZERO, false), &NoProgress).await.expect("resume");
+    assert_eq!((second.resumed, second.ran, second.not_started), (first.ran, first.not_started, 0));
+    assert_eq!(raw_lines(&out).len(), 6);
+}

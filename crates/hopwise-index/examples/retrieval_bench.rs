@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p hopwise-index --example retrieval_bench -- \
 //!     [--data ../shared/data] [--datasets hotpotqa,2wikimultihopqa,musique] [--root /tmp/hw-retrieval] \
-//!     [--questions N] [--threads T]
+//!     [--questions N] [--threads T] [--precision int8|f32]
 //! ```
 //! Indexes persist under `--root/<dataset>/`, so a second run embeds nothing (dense builds are
 //! incremental) and measures queries only; delete the folder to measure embedding again.
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hopwise_core::{Embedder, Retriever};
-use hopwise_embed::{ensure_embedder_model, MiniLmEmbedder, MiniLmOptions};
+use hopwise_embed::{ensure_embedder_model, MiniLmEmbedder, MiniLmOptions, Precision};
 use hopwise_index::{
     build_dense, build_index, Bm25Retriever, DenseOptions, DenseRetriever, HybridRetriever, IndexOptions,
 };
@@ -26,6 +26,8 @@ struct Args {
     root: PathBuf,
     questions: usize,
     threads: usize,
+    /// The embedder's arithmetic; use a separate `--root` per precision (an index keeps one).
+    precision: Precision,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -35,6 +37,7 @@ fn parse_args() -> Result<Args, String> {
         root: std::env::temp_dir().join("hw-retrieval"),
         questions: usize::MAX,
         threads: 1,
+        precision: Precision::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -45,6 +48,10 @@ fn parse_args() -> Result<Args, String> {
             "--root" => args.root = PathBuf::from(value()?),
             "--questions" => args.questions = value()?.parse().map_err(|e| format!("--questions: {e}"))?,
             "--threads" => args.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
+            "--precision" => {
+                let v = value()?;
+                args.precision = Precision::parse(&v).ok_or_else(|| format!("--precision {v}: int8 or f32"))?;
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -123,7 +130,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/hopwise"));
     let model_dir = ensure_embedder_model(&home)?;
-    let minilm = MiniLmEmbedder::load(&model_dir, MiniLmOptions { threads: args.threads, ..MiniLmOptions::default() })?;
+    let minilm = MiniLmEmbedder::load(
+        &model_dir,
+        MiniLmOptions { threads: args.threads, precision: args.precision, ..MiniLmOptions::default() },
+    )?;
     let embedder: Arc<dyn Embedder> = Arc::new(minilm);
     println!("embedder {} ({} threads); machine: shared 2-core VM", embedder.model_id(), args.threads);
 

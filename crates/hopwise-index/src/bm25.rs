@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use hopwise_core::{Passage, Retriever};
+use sha2::{Digest, Sha256};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
@@ -141,6 +142,32 @@ impl Bm25Retriever {
             hits.into_iter().map(|(score, address)| self.load(searcher, address, score)).collect::<Result<Vec<_>>>()?;
         passages.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         Ok(passages)
+    }
+
+    /// What identifies this index's contents wherever it lies: the passage count and an
+    /// order-independent digest of every live passage's id, title and text, plus the title boost.
+    /// Evaluation runs record it instead of the index's path, so a committed run resumes on another
+    /// machine that built the same corpus. Reads every stored passage once.
+    pub fn content_identity(&self) -> Result<String> {
+        let searcher = self.reader.searcher();
+        let mut digest: u64 = 0;
+        let mut count: u64 = 0;
+        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
+            for doc_id in segment.doc_ids_alive() {
+                let passage = self.load(&searcher, DocAddress::new(ordinal as u32, doc_id), 0.0)?;
+                let mut hasher = Sha256::new();
+                for part in [&passage.id, &passage.title, &passage.text] {
+                    hasher.update(part.as_bytes());
+                    hasher.update([0]);
+                }
+                let bytes = hasher.finalize();
+                let mut word = [0u8; 8];
+                word.copy_from_slice(&bytes[..8]);
+                digest = digest.wrapping_add(u64::from_le_bytes(word));
+                count += 1;
+            }
+        }
+        Ok(format!("bm25 passages={count} digest={digest:016x} title_boost={}", self.title_boost))
     }
 
     /// The passage with this id, if the index has it (score 0).

@@ -33,7 +33,7 @@ pub use bm25::{Bm25Retriever, DEFAULT_TITLE_BOOST};
 pub use build::{build_index, IndexOptions, IndexPhase, IndexProgress, IndexReport};
 pub use chunk::{chunk_document, ChunkOptions};
 pub use corpus::{CorpusItem, CorpusReader, Document, Issue, IssueKind};
-pub use dense::{build_dense, DenseOptions, DenseProgress, DenseReport, DenseRetriever};
+pub use dense::{build_dense, dense_model_id, DenseOptions, DenseProgress, DenseReport, DenseRetriever};
 pub use error::{IndexError, Result};
 pub use fusion::{Fusion, HybridRetriever};
 pub use layout::IndexMeta;

@@ -1,7 +1,8 @@
 //! Query-side retriever wrappers: the model rewrites the query (HyDE, multi-query, sub-questions),
 //! every rewritten query retrieves from the wrapped retriever, and the lists are fused by reciprocal
 //! rank. They use the prompt templates of `hopwise retrieval-eval` (`rq_hyde`, `rq_multi_query`,
-//! `rq_sub_question`), so a method behaves the same in evaluation and in `ask`.
+//! `rq_sub_question`). A rewriter serves one question: it calls that question's metered model, so
+//! its calls are in the question's trace and count against its `max_llm_calls`.
 //!
 //! [`DedupRetriever`] drops passages a question has already been given in an earlier round.
 
@@ -10,68 +11,43 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use hopwise_core::text::parse_numbered_list;
-use hopwise_core::{ChatRequest, Llm, Passage, Prompts, Retriever};
-use serde::{Deserialize, Serialize};
+use hopwise_core::{ChatRequest, MeteredModel, Passage, Prompts, Retriever};
 
 use crate::fusion::{reciprocal_rank_fusion, RRF_K};
 
 /// Most rewritten queries taken from one model reply.
 const MAX_QUERIES: usize = 6;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RewriteMethod {
-    /// The query plus a passage the model writes as if it answered it (Gao et al., HyDE).
-    Hyde,
-    /// The query plus the model's rephrasings of it.
-    MultiQuery,
-    /// The simpler questions the model breaks the query into.
-    SubQuestion,
-}
-
-impl RewriteMethod {
-    pub const ALL: [RewriteMethod; 3] = [Self::Hyde, Self::MultiQuery, Self::SubQuestion];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Hyde => "hyde",
-            Self::MultiQuery => "multi-query",
-            Self::SubQuestion => "sub-question",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    fn template(self) -> &'static str {
-        match self {
-            Self::Hyde => "rq_hyde",
-            Self::MultiQuery => "rq_multi_query",
-            Self::SubQuestion => "rq_sub_question",
-        }
-    }
-}
+/// The rewrite methods are named in configuration, so the enum lives with the retrieval contract.
+pub use hopwise_core::retrieval::RewriteMethod;
 
 /// A retriever that lets the model rewrite each query first (see the module docs).
 pub struct RewriteRetriever {
     inner: Arc<dyn Retriever>,
-    llm: Arc<dyn Llm>,
+    model: Arc<dyn MeteredModel>,
     prompts: Arc<Prompts>,
     method: RewriteMethod,
     name: String,
 }
 
 impl RewriteRetriever {
-    pub fn new(inner: Arc<dyn Retriever>, llm: Arc<dyn Llm>, prompts: Arc<Prompts>, method: RewriteMethod) -> Self {
+    /// `model` is the metered model of the question this retriever serves.
+    pub fn new(
+        inner: Arc<dyn Retriever>,
+        model: Arc<dyn MeteredModel>,
+        prompts: Arc<Prompts>,
+        method: RewriteMethod,
+    ) -> Self {
         let name = format!("{}+{}", method.name(), inner.name());
-        Self { inner, llm, prompts, method, name }
+        Self { inner, model, prompts, method, name }
     }
 
     /// The queries `query` is rewritten into (never empty: an unreadable reply falls back to `query`).
     pub async fn queries(&self, query: &str) -> hopwise_core::Result<Vec<String>> {
         let prompt = self.prompts.render(self.method.template(), &[("question", query)])?;
-        let reply = self.llm.chat(&ChatRequest::user(prompt)).await?;
+        // A bare user turn with default parameters: the request (and so its cache key) is what it
+        // was before rewriting went through the meter.
+        let reply = self.model.send("query_rewrite", None, ChatRequest::user(prompt)).await?;
         let reply = reply.text().trim();
         let mut queries = match self.method {
             RewriteMethod::Hyde if reply.is_empty() => Vec::new(),
@@ -159,8 +135,15 @@ impl Retriever for DedupRetriever {
 #[cfg(test)]
 mod tests {
     use hopwise_core::scripted::{ScriptedLlm, StaticRetriever};
+    use hopwise_core::Recorder;
+    use hopwise_reason::Meter;
 
     use super::*;
+
+    /// `llm` metered for one question.
+    fn model(llm: ScriptedLlm) -> Arc<dyn MeteredModel> {
+        Arc::new(Meter::new(Arc::new(llm), Recorder::new("q", "test"), 100))
+    }
 
     fn corpus() -> Arc<dyn Retriever> {
         Arc::new(StaticRetriever::from_pairs(&[
@@ -176,8 +159,8 @@ mod tests {
 
     #[tokio::test]
     async fn hyde_searches_with_the_written_passage() {
-        let llm = Arc::new(ScriptedLlm::new().on("Write a short passage", "Gamma was founded long ago."));
-        let r = RewriteRetriever::new(corpus(), llm.clone(), Arc::new(Prompts::default()), RewriteMethod::Hyde);
+        let llm = ScriptedLlm::new().on("Write a short passage", "Gamma was founded long ago.");
+        let r = RewriteRetriever::new(corpus(), model(llm), Arc::new(Prompts::default()), RewriteMethod::Hyde);
         assert_eq!(
             r.queries("who founded it?").await.expect("queries"),
             ["who founded it? Gamma was founded long ago."]
@@ -189,8 +172,8 @@ mod tests {
 
     #[tokio::test]
     async fn sub_questions_are_fused() {
-        let llm = Arc::new(ScriptedLlm::new().on("simpler search questions", "1. where is alpha?\n2. what is gamma?"));
-        let r = RewriteRetriever::new(corpus(), llm, Arc::new(Prompts::default()), RewriteMethod::SubQuestion);
+        let llm = ScriptedLlm::new().on("simpler search questions", "1. where is alpha?\n2. what is gamma?");
+        let r = RewriteRetriever::new(corpus(), model(llm), Arc::new(Prompts::default()), RewriteMethod::SubQuestion);
         let got = r.retrieve("something vague", 3).await.expect("retrieve");
         let titles = ids(&got);
         assert!(titles.contains(&"Alpha".to_string()) && titles.contains(&"Gamma".to_string()), "{titles:?}");
@@ -198,20 +181,20 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreadable_reply_falls_back_to_the_query() {
-        let llm = Arc::new(ScriptedLlm::new().fallback("I cannot help with that"));
+        let llm = ScriptedLlm::new().fallback("I cannot help with that");
         for method in [RewriteMethod::SubQuestion, RewriteMethod::MultiQuery] {
-            let r = RewriteRetriever::new(corpus(), llm.clone(), Arc::new(Prompts::default()), method);
+            let r = RewriteRetriever::new(corpus(), model(llm.clone()), Arc::new(Prompts::default()), method);
             assert_eq!(r.queries("beta town").await.expect("queries"), ["beta town"], "{method:?}");
         }
-        let empty = Arc::new(ScriptedLlm::new().fallback(""));
-        let r = RewriteRetriever::new(corpus(), empty, Arc::new(Prompts::default()), RewriteMethod::Hyde);
+        let empty = ScriptedLlm::new().fallback("");
+        let r = RewriteRetriever::new(corpus(), model(empty), Arc::new(Prompts::default()), RewriteMethod::Hyde);
         assert_eq!(r.queries("beta town").await.expect("queries"), ["beta town"]);
     }
 
     #[tokio::test]
     async fn multi_query_keeps_the_original_query_first() {
-        let llm = Arc::new(ScriptedLlm::new().on("rephrasings", "1. gamma founder\n2. beta town\n3. beta town"));
-        let r = RewriteRetriever::new(corpus(), llm, Arc::new(Prompts::default()), RewriteMethod::MultiQuery);
+        let llm = ScriptedLlm::new().on("rephrasings", "1. gamma founder\n2. beta town\n3. beta town");
+        let r = RewriteRetriever::new(corpus(), model(llm), Arc::new(Prompts::default()), RewriteMethod::MultiQuery);
         assert_eq!(r.queries("q").await.expect("queries"), ["q", "gamma founder", "beta town"]);
     }
 

@@ -6,12 +6,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hopwise_core::{Embedder, Retriever};
-use hopwise_embed::{embedder_model_dir, verify_embedder_model, MiniLmEmbedder, MiniLmOptions, MINILM_MODEL_ID};
+use hopwise_embed::{
+    embedder_model_dir, verify_embedder_model, MiniLmEmbedder, MiniLmOptions, Precision, MINILM_INT8_MODEL_ID,
+    MINILM_MODEL_ID,
+};
 use hopwise_index::{
-    build_dense, build_index, Bm25Retriever, DenseOptions, DenseRetriever, HybridRetriever, IndexOptions,
+    build_dense, build_index, dense_model_id, Bm25Retriever, DenseOptions, DenseRetriever, HybridRetriever, IndexError,
+    IndexOptions,
 };
 
 fn minilm() -> Option<MiniLmEmbedder> {
+    minilm_with(Precision::Int8)
+}
+
+fn minilm_with(precision: Precision) -> Option<MiniLmEmbedder> {
     let home = std::env::var_os("HOPWISE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/hopwise")))?;
@@ -22,14 +30,15 @@ fn minilm() -> Option<MiniLmEmbedder> {
         eprintln!("skipped: {reason}");
         return None;
     }
-    Some(MiniLmEmbedder::load(&dir, MiniLmOptions { threads: 1, ..MiniLmOptions::default() }).expect("load MiniLM"))
+    let options = MiniLmOptions { threads: 1, precision, ..MiniLmOptions::default() };
+    Some(MiniLmEmbedder::load(&dir, options).expect("load MiniLM"))
 }
 
 #[tokio::test]
 async fn minilm_dense_and_hybrid_retrieval_find_a_paraphrase() {
     let Some(embedder) = minilm() else { return };
     let embedder: Arc<dyn Embedder> = Arc::new(embedder);
-    assert_eq!(embedder.model_id(), MINILM_MODEL_ID);
+    assert_eq!(embedder.model_id(), MINILM_INT8_MODEL_ID);
     let root = tempfile::tempdir().expect("tempdir");
     let corpus = root.path().join("c.jsonl");
     let docs = [
@@ -56,4 +65,32 @@ async fn minilm_dense_and_hybrid_retrieval_find_a_paraphrase() {
     let hybrid = HybridRetriever::new(bm25, dense);
     let hits = hybrid.retrieve(query, 2).await.expect("hybrid");
     assert!(hits.iter().any(|p| p.doc_id.as_deref() == Some("cake")), "{hits:?}");
+}
+
+#[tokio::test]
+async fn int8_and_f32_vectors_never_share_an_index() {
+    let (Some(int8), Some(f32)) = (minilm_with(Precision::Int8), minilm_with(Precision::F32)) else { return };
+    let (int8, f32): (Arc<dyn Embedder>, Arc<dyn Embedder>) = (Arc::new(int8), Arc::new(f32));
+    let root = tempfile::tempdir().expect("tempdir");
+    let corpus = root.path().join("c.jsonl");
+    let line = serde_json::json!({"id": "moon", "title": "Moon", "text": "The Moon orbits the Earth."});
+    std::fs::write(&corpus, line.to_string()).expect("corpus");
+    for (built, other, built_id) in [(&f32, &int8, MINILM_MODEL_ID), (&int8, &f32, MINILM_INT8_MODEL_ID)] {
+        let index = root.path().join(format!("index-{}", built_id.len()));
+        build_index(&[corpus.clone()], &index, &IndexOptions::default(), &|_| {}).expect("bm25");
+        build_dense(&index, built.as_ref(), &DenseOptions::default(), &|_| {}).await.expect("dense");
+        assert_eq!(dense_model_id(&index).expect("meta").as_deref(), Some(built_id));
+
+        let err = DenseRetriever::open(&index, other.clone()).expect_err("queries from the other precision");
+        assert!(matches!(err, IndexError::EmbedderMismatch { .. }), "{err}");
+        assert!(err.to_string().contains(built_id) && err.to_string().contains(other.model_id()), "{err}");
+        let err = build_dense(&index, other.as_ref(), &DenseOptions::default(), &|_| {}).await.expect_err("update");
+        assert!(matches!(err, IndexError::EmbedderMismatch { .. }), "{err}");
+
+        let same = DenseRetriever::open(&index, built.clone()).expect("same precision opens");
+        assert_eq!(
+            same.retrieve("What orbits the Earth?", 1).await.expect("search")[0].id.split('#').next(),
+            Some("moon")
+        );
+    }
 }

@@ -334,3 +334,26 @@ async fn hotpotqa_questions_find_their_supporting_paragraphs_and_rebuilds_agree(
     assert_eq!(part.doc_id.as_deref(), Some(id));
     assert!(first.passage(id).expect("lookup").is_none(), "chunked records have no unsuffixed passage");
 }
+
+/// The content identity names what was indexed, not where: the same corpus indexed in two folders (in
+/// another order) gets one identity, and a changed passage another.
+#[test]
+fn content_identity_follows_the_passages_not_the_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let forward = dir.path().join("forward.jsonl");
+    let backward = dir.path().join("backward.jsonl");
+    let edited = dir.path().join("edited.jsonl");
+    let lines = [record("a", "Alpha", "aardvarks live in africa"), record("b", "Beta", "bees make honey")];
+    write(&forward, &lines.join("\n"));
+    write(&backward, &[lines[1].clone(), lines[0].clone()].join("\n"));
+    write(&edited, &[lines[0].clone(), record("b", "Beta", "bees make wax")].join("\n"));
+    let identity = |corpus: &Path, name: &str| {
+        let index = dir.path().join(name);
+        build(&[corpus.to_path_buf()], &index);
+        Bm25Retriever::open(&index).expect("open").content_identity().expect("identity")
+    };
+    let one = identity(&forward, "one");
+    assert!(one.starts_with("bm25 passages=2 "), "{one}");
+    assert_eq!(one, identity(&backward, "two"));
+    assert_ne!(one, identity(&edited, "three"));
+}

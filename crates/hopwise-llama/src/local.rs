@@ -22,6 +22,8 @@ use crate::job::{EngineStats, Generation, Job, ModelInfo};
 /// call stops its generation within a decode step and frees its cells.
 pub struct LocalLlm {
     name: String,
+    /// See [`crate::setup::file_identity`].
+    file_identity: String,
     info: ModelInfo,
     config: LocalConfig,
     jobs: mpsc::Sender<Job>,
@@ -40,8 +42,16 @@ impl LocalLlm {
         let path = path.as_ref().to_path_buf();
         gguf::validate(&path)?;
         let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+        let file_identity = crate::setup::file_identity(&path);
         let worker = engine::spawn(path, &config)?;
-        Ok(Self { name: format!("local:{stem}"), info: worker.info, config, jobs: worker.jobs, stats: worker.stats })
+        Ok(Self {
+            name: format!("local:{stem}"),
+            file_identity,
+            info: worker.info,
+            config,
+            jobs: worker.jobs,
+            stats: worker.stats,
+        })
     }
 
     /// Resolves a registry name or a GGUF path with [`crate::ensure_model`] (fetching a named model
@@ -121,6 +131,11 @@ impl LocalLlm {
 impl Llm for LocalLlm {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The model file's contents and the settings that shape every reply (context size, top-k).
+    fn identity(&self) -> String {
+        format!("local model={} n_ctx={} top_k={}", self.file_identity, self.info.n_ctx, self.config.top_k)
     }
 
     async fn chat(&self, request: &ChatRequest) -> hopwise_core::Result<ChatResponse> {

@@ -57,14 +57,8 @@ impl Default for SetupOptions {
     }
 }
 
-/// `$HOPWISE_HOME`, or `~/.cache/hopwise`.
-pub fn default_home() -> PathBuf {
-    if let Some(home) = std::env::var_os(HOME_ENV).filter(|value| !value.is_empty()) {
-        return PathBuf::from(home);
-    }
-    let user_home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-    user_home.join(".cache").join("hopwise")
-}
+/// The data directory when none is configured (one definition, shared with the configuration).
+pub use hopwise_core::default_home;
 
 /// Where assembled models live.
 pub fn models_dir(home: &Path) -> PathBuf {
@@ -111,6 +105,25 @@ pub fn ensure_model_with(
     gguf::validate(&path)?;
     progress(&SetupEvent::UsingFile { path: path.clone() });
     Ok(path)
+}
+
+/// What identifies the contents of the GGUF at `path` without reading it: the sha256 that `hopwise
+/// setup` verified and stamped beside a packaged model (the same on every machine, so committed
+/// evaluation runs resume anywhere), else the file's size and modification time.
+pub fn file_identity(path: &Path) -> String {
+    let size = fs::metadata(path).map(|meta| meta.len()).unwrap_or(0);
+    let verified = registry::known_models().into_iter().find(|model| {
+        model.size == size && fs::read_to_string(stamp_path(path)).is_ok_and(|stamp| stamp.trim() == model.sha256)
+    });
+    if let Some(model) = verified {
+        return format!("sha256:{}", model.sha256);
+    }
+    let mtime = fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |elapsed| elapsed.as_secs());
+    format!("size:{size},mtime:{mtime}")
 }
 
 fn stamp_path(path: &Path) -> PathBuf {
@@ -368,6 +381,22 @@ impl Assembly {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A packaged model is identified by its verified sha256 wherever it lies (so committed evaluation
+    /// runs resume on another machine); any other file by size and modification time.
+    #[test]
+    fn file_identity_uses_the_stamped_sha_of_a_known_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let smol = registry::find("smollm2-135m").unwrap();
+        let path = dir.path().join("copy.gguf");
+        File::create(&path).unwrap().set_len(smol.size).unwrap();
+        assert!(file_identity(&path).starts_with("size:98362432,mtime:"), "{}", file_identity(&path));
+        fs::write(stamp_path(&path), smol.sha256).unwrap();
+        assert_eq!(file_identity(&path), format!("sha256:{}", smol.sha256));
+        // A stamp that does not fit the file's size is not trusted.
+        File::create(&path).unwrap().set_len(smol.size - 1).unwrap();
+        assert!(file_identity(&path).starts_with("size:98362431,"));
+    }
 
     #[test]
     fn wheel_names_are_normalized() {

@@ -133,6 +133,24 @@ async fn grammars_force_numbered_lists_and_edges() {
         assert!(from.parse::<u32>().is_ok(), "{line:?}");
         assert!(to == "Q" || to.parse::<u32>().is_ok(), "{line:?}");
     }
+
+    // ToQD's forward-only edges: llama.cpp accepts the grammar, and every edge points to a later
+    // sub-question or to Q.
+    let params = GenParams { grammar: Some(grammars::forward_edges_for(3)), ..greedy(32) };
+    let response = llm
+        .chat(&request(
+            "Main question (Q): Who was born first, the director of Jaws or the director of Alien?\n1. Who directed Jaws?\n\
+             2. Who directed Alien?\n3. Which of the two was born first?\n\
+             Write which answers are needed for which question, one per line as \"A -> B\".",
+            params,
+        ))
+        .await
+        .unwrap();
+    for line in response.text().lines().filter(|l| !l.trim().is_empty()) {
+        let (from, to) = line.split_once(" -> ").unwrap_or_else(|| panic!("{line:?}"));
+        let from: u32 = from.parse().unwrap_or_else(|_| panic!("{line:?}"));
+        assert!(to == "Q" || to.parse::<u32>().is_ok_and(|to| to > from), "{line:?}");
+    }
 }
 
 #[tokio::test]

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Bumped when the key material or the entry layout changes, so old entries are not misread.
-const FORMAT_VERSION: u32 = 1;
+/// 2: keyed on the backend's identity (server address, model file) rather than its name.
+const FORMAT_VERSION: u32 = 2;
 
 /// Distinguishes temporary files of concurrent writers in one process (the pid separates processes).
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -174,9 +175,10 @@ pub struct CacheStats {
     pub writes: u64,
 }
 
-/// Wraps a model with the on-disk call cache. The key is the sha256 of the backend name (which for
-/// [`crate::OpenAiLlm`] includes the model), an optional namespace, and the full request (messages and
-/// every generation parameter, `n` and `seed` included). Errors are never cached.
+/// Wraps a model with the on-disk call cache. The key is the sha256 of the backend's
+/// [identity](Llm::identity) (kind, server address, model, model file), an optional namespace, and the
+/// full request (messages and every generation parameter, `n` and `seed` included). Errors are never
+/// cached.
 pub struct CachedLlm<L> {
     inner: L,
     cache: DiskCache,
@@ -247,7 +249,7 @@ impl<L: Llm> CachedLlm<L> {
         DiskCache::canonical(&serde_json::json!({
             "version": FORMAT_VERSION,
             "kind": "chat",
-            "backend": self.inner.name(),
+            "backend": self.inner.identity(),
             "namespace": self.namespace,
             "request": request,
         }))
@@ -263,6 +265,10 @@ impl<L: Llm> CachedLlm<L> {
 impl<L: Llm> Llm for CachedLlm<L> {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    fn identity(&self) -> String {
+        self.inner.identity()
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {

@@ -5,8 +5,8 @@
 //! - [`CachedLlm`]: a content-addressed on-disk cache of model calls, so evaluations can be replayed
 //!   offline and resumed without paying twice. [`DiskCache`] is the store underneath, usable for other
 //!   calls (e.g. retrieval) too.
-//! - [`testing`]: a real HTTP mock of an OpenAI-compatible server with injectable faults, for the tests of
-//!   this and other crates.
+//! - `testing` (feature `testing`, for dev-dependencies): a real HTTP mock of an OpenAI-compatible
+//!   server with injectable faults, for the tests of this and other crates.
 //!
 //! A backend as configured in `hopwise.toml` (every [`OpenAiConfig`] field but `model` has a default):
 //!
@@ -36,6 +36,7 @@
 pub mod cache;
 pub mod openai;
 mod retry;
+#[cfg(feature = "testing")]
 pub mod testing;
 mod wire;
 

@@ -363,6 +363,15 @@ impl Llm for OpenAiLlm {
         &self.name
     }
 
+    /// The server's endpoint (without credentials), the model, and the request options that reach the
+    /// server: the same model name on two servers is two identities.
+    fn identity(&self) -> String {
+        format!(
+            "openai endpoint={} model={} grammar={} top_logprobs={}",
+            self.shown_endpoint, self.config.model, self.config.send_grammar, self.config.top_logprobs
+        )
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let n = request.params.n.max(1);
         let mut response = if n == 1 || !self.native_n.load(Ordering::Relaxed) {

@@ -411,3 +411,23 @@ async fn cached_http_calls_replay_offline() {
     assert_eq!(replay.stats().hits, 1);
     assert_eq!(replay.stats().misses, 1);
 }
+
+/// Two servers that serve the same model name but answer differently never share cache entries: each
+/// client gets its own server's answer, and both servers are asked.
+#[tokio::test]
+async fn the_cache_keeps_two_servers_with_one_model_name_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = serve(ScriptedLlm::new().on("capital", "Paris")).await;
+    let second = serve(ScriptedLlm::new().on("capital", "Lyon")).await;
+    let via_first = CachedLlm::new(client(&first.base_url()), dir.path(), CacheMode::ReadWrite);
+    let via_second = CachedLlm::new(client(&second.base_url()), dir.path(), CacheMode::ReadWrite);
+    assert_eq!(via_first.name(), via_second.name(), "same model name on both");
+    assert_ne!(via_first.identity(), via_second.identity());
+
+    assert_eq!(via_first.chat(&question(1, Some(1))).await.unwrap().text(), "Paris");
+    assert_eq!(via_second.chat(&question(1, Some(1))).await.unwrap().text(), "Lyon");
+    assert_eq!((first.request_count(), second.request_count()), (1, 1), "no answer was replayed across servers");
+    // Each still hits its own entry.
+    assert_eq!(via_first.chat(&question(1, Some(1))).await.unwrap().text(), "Paris");
+    assert_eq!(first.request_count(), 1);
+}

@@ -1,21 +1,23 @@
-//! The per-question context. Strategies reach every backend through it, so every model call and
-//! retrieval round is timed, counted and written to the trace in one place (the call meter).
+//! The per-question context. Strategies reach every backend through it: model calls go through the
+//! question's [`Meter`], retrieval rounds through [`Ctx::retrieve`], so each is timed, counted and
+//! written to the trace.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use hopwise_core::text::word_count;
 use hopwise_core::{
-    BackendErrorKind, ChatMessage, ChatRequest, ChatResponse, Embedder, Error, EventKind, GenParams, Llm, Nli, Passage,
-    Prompts, Recorder, Retriever,
+    ChatMessage, ChatRequest, ChatResponse, Embedder, EventKind, GenParams, Llm, MeteredModel, Nli, Passage, Prompts,
+    Recorder, Retriever,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ReasonError, Result};
+use crate::meter::Meter;
+use crate::nli_judge::LlmNli;
 
 /// Limits on one question's work. Exceeding one never fails the question: the strategy answers
 /// best-effort from what it has and the trace says so.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Budget {
     /// Graph expansions (node decompositions) allowed per question (ToQD's `r_max`).
@@ -24,55 +26,86 @@ pub struct Budget {
     pub max_depth: u32,
     /// Model calls allowed per question.
     pub max_llm_calls: u64,
+    /// Wall-clock seconds allowed per question; no model call starts after that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+    /// Prompt plus completion tokens allowed per question; no model call starts once they are spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 impl Default for Budget {
     fn default() -> Self {
-        Self { r_max: 6, max_depth: 3, max_llm_calls: 200 }
+        Self { r_max: 6, max_depth: 3, max_llm_calls: 200, max_seconds: None, max_tokens: None }
     }
 }
 
-/// Everything a strategy needs to answer one question.
+impl Budget {
+    /// The tighter of two budgets, field by field (a request may lower the server's, never raise it).
+    pub fn min(&self, other: &Budget) -> Budget {
+        let tighter_f = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let tighter_u = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Budget {
+            r_max: self.r_max.min(other.r_max),
+            max_depth: self.max_depth.min(other.max_depth),
+            max_llm_calls: self.max_llm_calls.min(other.max_llm_calls),
+            max_seconds: tighter_f(self.max_seconds, other.max_seconds),
+            max_tokens: tighter_u(self.max_tokens, other.max_tokens),
+        }
+    }
+}
+
+/// Everything a strategy needs to answer one question. The fields are private: the model is reached
+/// only through [`Ctx::chat`] and friends (or, for helpers acting on the question's behalf, through
+/// [`Ctx::model`]), so every call is metered.
 pub struct Ctx {
-    pub llm: Arc<dyn Llm>,
-    pub retriever: Option<Arc<dyn Retriever>>,
-    pub nli: Option<Arc<dyn Nli>>,
-    pub embedder: Option<Arc<dyn Embedder>>,
-    pub prompts: Arc<Prompts>,
-    pub rec: Recorder,
-    pub budget: Budget,
+    model: Arc<Meter>,
+    retriever: Option<Arc<dyn Retriever>>,
+    /// A configured NLI backend; without one, [`Ctx::nli`] judges with the question's model.
+    nli: Option<Arc<dyn Nli>>,
+    /// The LLM judge made for this question on first use (its pair cache lives with the question).
+    judge: OnceLock<Arc<dyn Nli>>,
+    embedder: Option<Arc<dyn Embedder>>,
+    prompts: Arc<Prompts>,
+    rec: Recorder,
+    budget: Budget,
     /// Passages per retrieval round.
-    pub k: usize,
+    k: usize,
     /// Sampling defaults for single-answer calls.
-    pub params: GenParams,
+    params: GenParams,
     expansions: AtomicU32,
-    llm_calls: AtomicU64,
-    /// Set when the model backend failed in a way that will not heal within this question
-    /// (unreachable, rejected, persistently failing after its own retries): later calls fail fast.
-    backend_down: std::sync::OnceLock<String>,
+    /// Templates rendered so far (checked against the strategy table by tests).
+    rendered: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Ctx {
     pub fn new(llm: Arc<dyn Llm>, prompts: Arc<Prompts>, rec: Recorder) -> Self {
         rec.set_meta(llm.name(), None);
+        let budget = Budget::default();
         Self {
-            llm,
+            model: Arc::new(Meter::new(llm, rec.clone(), budget.max_llm_calls)),
             retriever: None,
             nli: None,
+            judge: OnceLock::new(),
             embedder: None,
             prompts,
             rec,
-            budget: Budget::default(),
+            budget,
             k: 5,
             params: GenParams::default(),
             expansions: AtomicU32::new(0),
-            llm_calls: AtomicU64::new(0),
-            backend_down: std::sync::OnceLock::new(),
+            rendered: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 
     pub fn with_retriever(mut self, retriever: Option<Arc<dyn Retriever>>) -> Self {
-        self.rec.set_meta(self.llm.name(), retriever.as_ref().map(|r| r.name()));
+        self.rec.set_meta(self.model.name(), retriever.as_ref().map(|r| r.name()));
         self.retriever = retriever;
         self
     }
@@ -88,6 +121,8 @@ impl Ctx {
     }
 
     pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.model.set_max_llm_calls(budget.max_llm_calls);
+        self.model.set_limits(budget.max_seconds, budget.max_tokens);
         self.budget = budget;
         self
     }
@@ -102,12 +137,56 @@ impl Ctx {
         self
     }
 
+    /// The question's metered model, for helpers that call it on the question's behalf (a query
+    /// rewriting retriever, an NLI judge).
+    pub fn model(&self) -> Arc<dyn MeteredModel> {
+        self.model.clone()
+    }
+
+    /// The question's trace recorder.
+    pub fn rec(&self) -> &Recorder {
+        &self.rec
+    }
+
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Passages per retrieval round.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Sampling defaults for single-answer calls.
+    pub fn params(&self) -> &GenParams {
+        &self.params
+    }
+
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// The NLI to judge with: the configured one, else an LLM judge over this question's model
+    /// (made once per question, so its pair cache lives exactly as long as the question).
+    pub fn nli(&self) -> Arc<dyn Nli> {
+        if let Some(nli) = &self.nli {
+            return nli.clone();
+        }
+        self.judge.get_or_init(|| Arc::new(LlmNli::new(self.model(), self.prompts.clone()))).clone()
+    }
+
     /// Fills a prompt template.
     pub fn render(&self, template: &str, vars: &[(&str, &str)]) -> Result<String> {
+        self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(template.to_string());
         Ok(self.prompts.render(template, vars)?)
     }
 
-    /// Sends one user prompt (after the configured system message) and meters the call.
+    /// The names of the templates this context has rendered.
+    pub fn rendered_templates(&self) -> Vec<String> {
+        self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect()
+    }
+
+    /// Sends one user prompt (after the configured system message) through the meter.
     /// `purpose` names the step (`decompose`, `self_verify`, …) in the trace.
     pub async fn chat(
         &self,
@@ -116,73 +195,12 @@ impl Ctx {
         prompt: String,
         params: GenParams,
     ) -> Result<ChatResponse> {
-        if let Some(why) = self.backend_down.get() {
-            return Err(
-                Error::backend(self.llm.name(), BackendErrorKind::Connection, format!("not retried: {why}")).into()
-            );
-        }
-        let used = self.llm_calls.fetch_add(1, Ordering::SeqCst);
-        if used >= self.budget.max_llm_calls {
-            return Err(Error::Budget(format!("max_llm_calls = {} reached", self.budget.max_llm_calls)).into());
-        }
         let mut messages = Vec::with_capacity(2);
         if let Some(system) = self.prompts.template("system").filter(|s| !s.trim().is_empty()) {
             messages.push(ChatMessage::system(system));
         }
         messages.push(ChatMessage::user(prompt));
-        let request = ChatRequest::new(messages, params);
-        let input_words: u64 = request.messages.iter().map(|m| word_count(&m.content)).sum();
-        let start = self.rec.now_ms();
-        let result = self.llm.chat(&request).await;
-        let (kind, out) = match result {
-            Ok(resp) => {
-                let output_words: u64 = resp.choices.iter().map(|c| word_count(&c.text)).sum();
-                self.rec.with_stats(|s| {
-                    s.llm_calls += 1;
-                    s.input_words += input_words;
-                    s.output_words += output_words;
-                    s.prompt_tokens += resp.usage.prompt_tokens;
-                    s.completion_tokens += resp.usage.completion_tokens;
-                    s.cached_prompt_tokens += resp.usage.cached_prompt_tokens;
-                });
-                let kind = EventKind::LlmCall {
-                    purpose: purpose.to_string(),
-                    n: request.params.n,
-                    prompt_tokens: resp.usage.prompt_tokens,
-                    completion_tokens: resp.usage.completion_tokens,
-                    input_words,
-                    output_words,
-                    grammar: resp.grammar_used,
-                    error: None,
-                    cached_prompt_tokens: resp.usage.cached_prompt_tokens,
-                    timing: resp.timing,
-                };
-                (kind, Ok(resp))
-            }
-            Err(e) => {
-                if e.backend_kind()
-                    .is_some_and(|k| k != BackendErrorKind::Malformed && k != BackendErrorKind::Unsupported)
-                {
-                    let _ = self.backend_down.set(e.to_string());
-                }
-                self.rec.with_stats(|s| s.llm_calls += 1);
-                let kind = EventKind::LlmCall {
-                    purpose: purpose.to_string(),
-                    n: request.params.n,
-                    prompt_tokens: 0,
-                    completion_tokens: 0,
-                    input_words,
-                    output_words: 0,
-                    grammar: false,
-                    error: Some(e.to_string()),
-                    cached_prompt_tokens: 0,
-                    timing: None,
-                };
-                (kind, Err(ReasonError::from(e)))
-            }
-        };
-        self.rec.event(node, start, kind);
-        out
+        Ok(self.model.send(purpose, node, ChatRequest::new(messages, params)).await?)
     }
 
     /// Renders `template`, sends it with the default parameters, and returns the trimmed reply.
@@ -236,7 +254,7 @@ impl Ctx {
 
     /// LLM calls left before `max_llm_calls`.
     pub fn llm_calls_left(&self) -> u64 {
-        self.budget.max_llm_calls.saturating_sub(self.llm_calls.load(Ordering::SeqCst))
+        self.model.calls_left()
     }
 }
 
@@ -265,4 +283,21 @@ pub fn format_dialog(pairs: &[(String, String)]) -> String {
         return "(none yet)".to_string();
     }
     pairs.iter().map(|(q, a)| format!("Q: {q}\nA: {a}")).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::Budget;
+
+    #[test]
+    fn a_request_budget_can_only_lower_the_servers() {
+        let server = Budget { max_llm_calls: 50, max_seconds: Some(60.0), ..Budget::default() };
+        let request =
+            Budget { max_llm_calls: 500, max_seconds: Some(10.0), max_tokens: Some(5_000), ..Budget::default() };
+        let merged = request.min(&server);
+        assert_eq!(merged.max_llm_calls, 50);
+        assert_eq!(merged.max_seconds, Some(10.0));
+        assert_eq!(merged.max_tokens, Some(5_000), "a limit the server does not set can be added");
+        assert_eq!(Budget::default().min(&server).max_seconds, Some(60.0));
+    }
 }

@@ -2,9 +2,11 @@
 //!
 //! - [`ctx`]: the per-question context every strategy receives (backends, prompts, budgets, recorder);
 //!   its `chat` and `retrieve` methods meter every call into the trace.
-//! - [`parse`]: deterministic parsers and repair rules for model output.
+//! - [`meter`]: the per-question model handle every model call goes through (budget, breaker, trace).
+//! - [`protocol`]: everything read from model text (answers, lists, edges, steps, citations, sentences), with its rules and repairs.
 //! - [`executor`]: resolves a growing DAG of sub-questions, ready nodes concurrently.
-//! - [`strategy`]: the `Strategy` trait and the registry of named strategies.
+//! - [`strategy`]: the `Strategy` trait and the one table of named strategies.
+//! - [`runtime`]: shared backends and defaults handing out one context per question (CLI and server).
 //! - [`toqd`]: Topology of Question Decomposition.
 //! - [`baselines`]: Direct, CoT, CoT-SC, Retrieve-then-Read, Self-Ask, Least-to-Most, Plan-and-Solve.
 //! - [`uar`]: uncertainty-gated dynamic retrieval and its baselines (always-retrieve, FLARE-instruct);
@@ -16,9 +18,12 @@ pub mod baselines;
 pub mod ctx;
 pub mod error;
 pub mod executor;
+pub mod gate;
 pub mod hgot;
+pub mod meter;
 pub mod nli_judge;
-pub mod parse;
+pub mod protocol;
+pub mod runtime;
 
 pub mod strategy;
 pub mod toqd;
@@ -26,5 +31,7 @@ pub mod uar;
 pub mod uncertainty;
 
 pub use ctx::{Budget, Ctx};
+pub use meter::Meter;
+pub use runtime::{Prepared, Request, Runtime};
 pub use error::ReasonError;
 pub use strategy::{Strategy, StrategyOptions};

@@ -4,17 +4,16 @@
 //! The judge asks for one label (`nli_judge` template). Label probabilities come from the first
 //! token's `top_logprobs` when the backend reports them (a softmax over the three labels' tokens);
 //! otherwise the parsed label is taken as certain. Judgements are cached per judge instance, keyed
-//! by the exact pair, so a strategy that creates one judge per question never asks twice.
+//! by the exact pair; a question's context makes one judge (`Ctx::nli`), so it never asks twice.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use hopwise_core::text::word_count;
 use hopwise_core::{
-    BackendErrorKind, ChatMessage, ChatRequest, Error, EventKind, GenParams, Llm, Nli, NliLabel, NliVerdict, Prompts,
-    Recorder, Result,
+    BackendErrorKind, ChatMessage, ChatRequest, Error, GenParams, MeteredModel, Nli, NliLabel, NliVerdict, Prompts,
+    Result,
 };
 
 use crate::uncertainty::Matrix;
@@ -22,27 +21,20 @@ use crate::uncertainty::Matrix;
 /// Pairs kept before the cache is cleared (bounds memory when one judge serves many questions).
 const CACHE_CAPACITY: usize = 4096;
 
-/// An [`Nli`] backed by a chat model.
+/// An [`Nli`] backed by a chat model, called through one question's metered model (so every judgement
+/// shows in that question's trace and counts against its budgets).
 pub struct LlmNli {
-    llm: Arc<dyn Llm>,
+    model: Arc<dyn MeteredModel>,
     prompts: Arc<Prompts>,
     name: String,
-    recorder: Option<Recorder>,
     cache: Mutex<HashMap<(String, String), NliVerdict>>,
     llm_calls: AtomicU64,
 }
 
 impl LlmNli {
-    pub fn new(llm: Arc<dyn Llm>, prompts: Arc<Prompts>) -> Self {
-        let name = format!("llm-judge:{}", llm.name());
-        Self { llm, prompts, name, recorder: None, cache: Mutex::new(HashMap::new()), llm_calls: AtomicU64::new(0) }
-    }
-
-    /// Meter every judge call into `rec` (an `llm_call` event with purpose `nli_judge`, and the
-    /// call, word and token counts), as the strategy's own calls are.
-    pub fn with_recorder(mut self, rec: Recorder) -> Self {
-        self.recorder = Some(rec);
-        self
+    pub fn new(model: Arc<dyn MeteredModel>, prompts: Arc<Prompts>) -> Self {
+        let name = format!("llm-judge:{}", model.name());
+        Self { model, prompts, name, cache: Mutex::new(HashMap::new()), llm_calls: AtomicU64::new(0) }
     }
 
     /// Model calls made so far (cache hits excluded).
@@ -61,38 +53,6 @@ impl LlmNli {
             }
             c.insert(key, verdict);
         }
-    }
-
-    fn meter(&self, start_ms: u64, request: &ChatRequest, result: &Result<hopwise_core::ChatResponse>) {
-        let Some(rec) = &self.recorder else { return };
-        let input_words: u64 = request.messages.iter().map(|m| word_count(&m.content)).sum();
-        let (prompt_tokens, completion_tokens, output_words, error) = match result {
-            Ok(r) => (r.usage.prompt_tokens, r.usage.completion_tokens, word_count(r.text()), None),
-            Err(e) => (0, 0, 0, Some(e.to_string())),
-        };
-        let (cached_prompt_tokens, timing) =
-            result.as_ref().map_or((0, None), |r| (r.usage.cached_prompt_tokens, r.timing));
-        rec.with_stats(|s| {
-            s.llm_calls += 1;
-            s.input_words += input_words;
-            s.output_words += output_words;
-            s.prompt_tokens += prompt_tokens;
-            s.completion_tokens += completion_tokens;
-            s.cached_prompt_tokens += cached_prompt_tokens;
-        });
-        let kind = EventKind::LlmCall {
-            purpose: "nli_judge".into(),
-            n: 1,
-            prompt_tokens,
-            completion_tokens,
-            input_words,
-            output_words,
-            grammar: false,
-            error,
-            cached_prompt_tokens,
-            timing,
-        };
-        rec.event(None, start_ms, kind);
     }
 }
 
@@ -115,12 +75,8 @@ impl Nli for LlmNli {
         messages.push(ChatMessage::user(prompt));
         let params =
             GenParams { temperature: 0.0, top_p: 1.0, max_tokens: 8, n: 1, logprobs: true, ..GenParams::default() };
-        let request = ChatRequest::new(messages, params);
-        let start = self.recorder.as_ref().map(Recorder::now_ms).unwrap_or(0);
         self.llm_calls.fetch_add(1, Ordering::SeqCst);
-        let result = self.llm.chat(&request).await;
-        self.meter(start, &request, &result);
-        let response = result?;
+        let response = self.model.send("nli_judge", None, ChatRequest::new(messages, params)).await?;
         let choice = response.choices.first();
         let verdict = choice
             .and_then(|c| verdict_from_logprobs(&c.top_logprobs))
@@ -234,9 +190,15 @@ pub async fn entailment_matrix(nli: &dyn Nli, texts: &[String]) -> Result<Entail
 #[cfg(test)]
 mod tests {
     use hopwise_core::scripted::ScriptedLlm;
-    use hopwise_core::{ChatResponse, Completion};
+    use hopwise_core::{ChatResponse, Completion, Llm, Recorder};
 
     use super::*;
+    use crate::meter::Meter;
+
+    /// A judge over `llm`, metered into `rec`.
+    fn judge(llm: impl Llm + 'static, rec: &Recorder) -> LlmNli {
+        LlmNli::new(Arc::new(Meter::new(Arc::new(llm), rec.clone(), 1000)), Arc::new(Prompts::default()))
+    }
 
     #[test]
     fn parses_labels_robustly() {
@@ -290,7 +252,7 @@ mod tests {
 
     #[tokio::test]
     async fn judge_prefers_logprobs_over_the_label() {
-        let nli = LlmNli::new(Arc::new(LogprobJudge), Arc::new(Prompts::default()));
+        let nli = judge(LogprobJudge, &Recorder::new("q", "uar"));
         let v = nli.judge("a", "b").await.expect("verdict");
         assert!((v.entailment - 0.8).abs() < 1e-5 && v.label() == NliLabel::Entailment);
     }
@@ -300,7 +262,7 @@ mod tests {
         let llm =
             ScriptedLlm::new().on("Statement B: Paris is in France", "Entail").on("Statement B:", "contradiction");
         let rec = Recorder::new("q", "uar");
-        let nli = LlmNli::new(Arc::new(llm.clone()), Arc::new(Prompts::default())).with_recorder(rec.clone());
+        let nli = judge(llm.clone(), &rec);
         let v = nli.judge("Paris is the capital of France", "Paris is in France").await.expect("verdict");
         assert_eq!(v, NliVerdict::certain(NliLabel::Entailment));
         let again = nli.judge("Paris is the capital of France", "Paris is in France").await.expect("verdict");
@@ -315,7 +277,7 @@ mod tests {
 
     #[tokio::test]
     async fn unreadable_reply_is_a_malformed_backend_error() {
-        let nli = LlmNli::new(Arc::new(ScriptedLlm::new().fallback("I cannot say")), Arc::new(Prompts::default()));
+        let nli = judge(ScriptedLlm::new().fallback("I cannot say"), &Recorder::new("q", "uar"));
         let err = nli.judge("a", "b").await.expect_err("no label");
         assert_eq!(err.backend_kind(), Some(BackendErrorKind::Malformed));
     }
@@ -327,7 +289,7 @@ mod tests {
             .on_fn("Statement A: z", |_, _| "neutral".into())
             .on_fn("Statement B: z", |_, _| "neutral".into())
             .fallback("entail");
-        let nli = LlmNli::new(Arc::new(llm.clone()), Arc::new(Prompts::default()));
+        let nli = judge(llm.clone(), &Recorder::new("q", "uar"));
         let texts: Vec<String> = ["x", "x ", "y", "z", ""].iter().map(|s| s.to_string()).collect();
         let m = entailment_matrix(&nli, &texts).await.expect("matrix");
         assert_eq!(m.judgements, 6, "3 distinct non-empty texts give 6 ordered pairs");

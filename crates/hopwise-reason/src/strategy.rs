@@ -1,7 +1,9 @@
-//! The `Strategy` trait and the registry of named strategies.
+//! The `Strategy` trait and the one table of named strategies.
 //!
 //! A strategy answers one question through a [`Ctx`]; [`run`] wraps it with input checks and closes
-//! the trace. New strategies register a constructor in [`build`] and a line in [`CATALOG`].
+//! the trace. [`STRATEGIES`] lists every strategy once: its name, what it needs (a retriever, an
+//! embedder, an NLI judge), the templates it may render, its retrieval-free variant and how to build
+//! it. The CLI, the server, the evaluator and the runtime read strategies from it and nowhere else.
 
 use async_trait::async_trait;
 use hopwise_core::Trace;
@@ -19,13 +21,22 @@ pub struct Answer {
 
 #[async_trait]
 pub trait Strategy: Send + Sync {
+    /// The name it is registered under in [`STRATEGIES`].
     fn name(&self) -> &str;
-    /// Whether the strategy cannot run without a retriever.
-    fn needs_retriever(&self) -> bool;
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer>;
+
+    /// The prompt templates the strategy may render (from the table).
+    fn templates(&self) -> &'static [&'static str] {
+        spec(self.name()).map_or(&[], |s| s.templates)
+    }
+
+    /// Whether the strategy cannot run without a retriever (from the table).
+    fn needs_retriever(&self) -> bool {
+        spec(self.name()).is_ok_and(|s| s.needs_retriever)
+    }
 }
 
-/// Strategy options as given in config (`[strategy.NAME]`) or flags. Each strategy deserialises its
+/// Strategy options as given in config (`[strategies.NAME]`) or flags. Each strategy deserialises its
 /// own typed options from them and rejects keys it does not know.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StrategyOptions(pub serde_json::Map<String, serde_json::Value>);
@@ -39,77 +50,171 @@ impl StrategyOptions {
     pub fn set(&mut self, key: &str, value: serde_json::Value) {
         self.0.insert(key.to_string(), value);
     }
+
+    /// These options with `overlay`'s keys laid over them.
+    pub fn overlaid(mut self, overlay: &serde_json::Map<String, serde_json::Value>) -> Self {
+        for (k, v) in overlay {
+            self.set(k, v.clone());
+        }
+        self
+    }
 }
 
-/// Every registered strategy: name and one-line description.
-pub const CATALOG: &[(&str, &str)] = &[
-    ("toqd", "ToQD: decompose, critique, construct a topology graph, resolve nodes with self-verification and retrieval"),
-    ("toqd-noir", "ToQD without retrieval: a node that says NO! is decomposed directly"),
-    ("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)"),
-    ("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query"),
-    ("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query"),
-    ("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]"),
-    ("hgot", "HGOT: recursive plans of dependent search steps; thoughts weighed by citation quality, passages by σ"),
-    ("direct", "Direct prompting: one call, answer from the model's own knowledge"),
-    ("cot", "Chain-of-thought: reason step by step, then answer"),
-    ("cot-sc", "CoT with self-consistency: n reasoning samples in one request, majority vote (option samples=5)"),
-    ("rtr", "Direct Retrieval / Retrieve-then-Read: retrieve top-k for the question, answer from the passages"),
-    ("self-ask", "Self-Ask with retrieval: follow-up questions, each answered from retrieved passages"),
-    ("self-ask-noir", "Self-Ask without retrieval: follow-up questions answered from the model's knowledge"),
-    ("least-to-most", "Least-to-Most: reduce to simpler questions, solve them in order, then answer"),
-    ("plan-solve", "Plan-and-Solve: devise a plan, carry it out step by step, answer"),
-    ("plan-solve-rtr", "Plan-and-Solve over passages retrieved for the question"),
+/// One row of [`STRATEGIES`].
+pub struct StrategySpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// It cannot run without a retriever.
+    pub needs_retriever: bool,
+    /// It uses a sentence embedder when one is configured (HGOT's STOP test and demonstration choice).
+    pub uses_embedder: bool,
+    /// It judges entailment: with the configured NLI backend, else the LLM judge over its model.
+    pub uses_nli: bool,
+    /// The prompt templates it may render (besides `system`, which every call sends), so an evaluation
+    /// can tell whether a changed template touches its results.
+    pub templates: &'static [&'static str],
+    /// The strategy to run instead when retrieval is turned off, for those that need a retriever.
+    pub without_retrieval: Option<&'static str>,
+    build: fn(&StrategyOptions) -> Result<Box<dyn Strategy>>,
+}
+
+impl StrategySpec {
+    /// Builds the strategy with `options`, rejecting unknown keys and invalid values.
+    pub fn build(&self, options: &StrategyOptions) -> Result<Box<dyn Strategy>> {
+        (self.build)(options)
+    }
+}
+
+const TOQD_TEMPLATES: &[&str] = &[
+    "toqd_decompose",
+    "toqd_critique",
+    "toqd_construct",
+    "toqd_rewrite",
+    "toqd_self_verify",
+    "toqd_self_verify_context",
+    "toqd_decompose_leaf",
+    "toqd_decompose_internal",
+    "toqd_aggregate",
+    "toqd_best_effort",
+    "toqd_summary",
+    "toqd_summary_yes_no",
+];
+const SENTENCE_LOOP_TEMPLATES: &[&str] =
+    &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude", "nli_judge"];
+const HGOT_TEMPLATES: &[&str] =
+    &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"];
+const SELF_ASK_TEMPLATES: &[&str] = &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"];
+const PLAN_SOLVE_TEMPLATES: &[&str] = &["plan_solve", "plan_solve_rtr"];
+
+/// A row with no embedder, no NLI and no retrieval-free variant; the rows below change what differs.
+const fn row(
+    name: &'static str,
+    description: &'static str,
+    needs_retriever: bool,
+    templates: &'static [&'static str],
+    build: fn(&StrategyOptions) -> Result<Box<dyn Strategy>>,
+) -> StrategySpec {
+    StrategySpec {
+        name,
+        description,
+        needs_retriever,
+        uses_embedder: false,
+        uses_nli: false,
+        templates,
+        without_retrieval: None,
+        build,
+    }
+}
+
+/// Every strategy, once.
+pub const STRATEGIES: &[StrategySpec] = &[
+    StrategySpec {
+        without_retrieval: Some("toqd-noir"),
+        ..row("toqd", "ToQD: decompose, critique, construct a topology graph; each node retrieves only when its gate (sampled uncertainty, or NO!) says the model does not know", true, TOQD_TEMPLATES, |o| {
+            Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd")?, true)?))
+        })
+    },
+    row("toqd-noir", "ToQD without retrieval: a node that says NO! is decomposed directly", false, TOQD_TEMPLATES, |o| {
+        Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd-noir")?, false)?))
+    }),
+    StrategySpec {
+        uses_nli: true,
+        ..row("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)", true, SENTENCE_LOOP_TEMPLATES, |o| {
+            Ok(Box::new(crate::uar::DynamicRetrieval::uar(&o.parse("uar")?)?))
+        })
+    },
+    row("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query", true, SENTENCE_LOOP_TEMPLATES, |o| {
+        Ok(Box::new(crate::uar::DynamicRetrieval::always_retrieve("always-retrieve", &o.parse("always-retrieve")?)?))
+    }),
+    row("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query", true, SENTENCE_LOOP_TEMPLATES, |o| {
+        Ok(Box::new(crate::uar::DynamicRetrieval::always_retrieve(
+            "always-retrieve-subquery",
+            &o.parse("always-retrieve-subquery")?,
+        )?))
+    }),
+    row("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]", true, SENTENCE_LOOP_TEMPLATES, |o| {
+        Ok(Box::new(crate::uar::DynamicRetrieval::flare_instruct(&o.parse("flare-instruct")?)?))
+    }),
+    StrategySpec {
+        uses_embedder: true,
+        uses_nli: true,
+        ..row("hgot", "HGOT: recursive plans of dependent search steps; thoughts weighed by citation quality, passages by σ", true, HGOT_TEMPLATES, |o| {
+            Ok(Box::new(crate::hgot::Hgot::new(o.parse("hgot")?)?))
+        })
+    },
+    row("direct", "Direct prompting: one call, answer from the model's own knowledge", false, &["direct"], |o| {
+        Ok(Box::new(crate::baselines::direct::Direct::new(o.parse("direct")?)))
+    }),
+    row("cot", "Chain-of-thought: reason step by step, then answer", false, &["cot"], |o| {
+        Ok(Box::new(crate::baselines::cot::Cot::new(o.parse("cot")?)))
+    }),
+    row("cot-sc", "CoT with self-consistency: n reasoning samples in one request, majority vote (option samples=5)", false, &["cot"], |o| {
+        Ok(Box::new(crate::baselines::cot::CotSc::new(o.parse("cot-sc")?)?))
+    }),
+    row("rtr", "Direct Retrieval / Retrieve-then-Read: retrieve top-k for the question, answer from the passages", true, &["rtr"], |o| {
+        Ok(Box::new(crate::baselines::rtr::Rtr::new(o.parse("rtr")?)))
+    }),
+    StrategySpec {
+        without_retrieval: Some("self-ask-noir"),
+        ..row("self-ask", "Self-Ask with retrieval: follow-up questions, each answered from retrieved passages", true, SELF_ASK_TEMPLATES, |o| {
+            Ok(Box::new(crate::baselines::self_ask::SelfAsk::new(o.parse("self-ask")?, true)))
+        })
+    },
+    row("self-ask-noir", "Self-Ask without retrieval: follow-up questions answered from the model's knowledge", false, SELF_ASK_TEMPLATES, |o| {
+        Ok(Box::new(crate::baselines::self_ask::SelfAsk::new(o.parse("self-ask-noir")?, false)))
+    }),
+    row("least-to-most", "Least-to-Most: reduce to simpler questions, solve them in order, then answer", false, &["ltm_reduce", "ltm_solve", "ltm_final"], |o| {
+        Ok(Box::new(crate::baselines::least_to_most::LeastToMost::new(o.parse("least-to-most")?)))
+    }),
+    row("plan-solve", "Plan-and-Solve: devise a plan, carry it out step by step, answer", false, PLAN_SOLVE_TEMPLATES, |o| {
+        Ok(Box::new(crate::baselines::plan_solve::PlanSolve::new(o.parse("plan-solve")?, false)))
+    }),
+    row("plan-solve-rtr", "Plan-and-Solve over passages retrieved for the question", true, PLAN_SOLVE_TEMPLATES, |o| {
+        Ok(Box::new(crate::baselines::plan_solve::PlanSolve::new(o.parse("plan-solve-rtr")?, true)))
+    }),
 ];
 
-/// The strategy to run for `name`, honouring a request for no retrieval through the `-noir` variants.
-/// Shared by the CLI and the server so both accept exactly the same names.
+/// The table row of `name`.
+pub fn spec(name: &str) -> Result<&'static StrategySpec> {
+    STRATEGIES.iter().find(|s| s.name == name).ok_or_else(|| ReasonError::UnknownStrategy(name.to_string()))
+}
+
+/// The strategy to run for `name`, honouring a request for no retrieval through the retrieval-free
+/// variant. Shared by the CLI and the server so both accept exactly the same names.
 pub fn resolve(name: &str, no_retrieval: bool) -> Result<String> {
-    if !CATALOG.iter().any(|(n, _)| *n == name) {
-        return Err(ReasonError::UnknownStrategy(name.to_string()));
-    }
-    if !no_retrieval || name.ends_with("-noir") {
+    let row = spec(name)?;
+    if !no_retrieval || !row.needs_retriever {
+        // Strategies that never retrieve (direct, cot, …) already are their retrieval-free mode.
         return Ok(name.to_string());
     }
-    let variant = format!("{name}-noir");
-    if CATALOG.iter().any(|(n, _)| *n == variant) {
-        return Ok(variant);
-    }
-    // Strategies that never retrieve (direct, cot, …) already are their retrieval-free mode.
-    match build(name, &StrategyOptions::default()) {
-        Ok(s) if !s.needs_retriever() => Ok(name.to_string()),
-        _ => Err(ReasonError::InvalidOption(format!("strategy `{name}` has no retrieval-free mode"))),
-    }
+    row.without_retrieval
+        .map(str::to_string)
+        .ok_or_else(|| ReasonError::InvalidOption(format!("strategy `{name}` has no retrieval-free mode")))
 }
 
 /// Builds a strategy by name.
 pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>> {
-    Ok(match name {
-        "toqd" => Box::new(crate::toqd::Toqd::new(options.parse("toqd")?, true)),
-        "toqd-noir" => Box::new(crate::toqd::Toqd::new(options.parse("toqd-noir")?, false)),
-        "uar" => Box::new(crate::uar::DynamicRetrieval::uar(&options.parse("uar")?)?),
-        "always-retrieve" => Box::new(crate::uar::DynamicRetrieval::always_retrieve(
-            "always-retrieve",
-            &options.parse("always-retrieve")?,
-        )?),
-        "always-retrieve-subquery" => Box::new(crate::uar::DynamicRetrieval::always_retrieve(
-            "always-retrieve-subquery",
-            &options.parse("always-retrieve-subquery")?,
-        )?),
-        "flare-instruct" => Box::new(crate::uar::DynamicRetrieval::flare_instruct(&options.parse("flare-instruct")?)?),
-        "hgot" => Box::new(crate::hgot::Hgot::new(options.parse("hgot")?)?),
-        "direct" => Box::new(crate::baselines::direct::Direct::new(options.parse("direct")?)),
-        "cot" => Box::new(crate::baselines::cot::Cot::new(options.parse("cot")?)),
-        "cot-sc" => Box::new(crate::baselines::cot::CotSc::new(options.parse("cot-sc")?)?),
-        "rtr" => Box::new(crate::baselines::rtr::Rtr::new(options.parse("rtr")?)),
-        "self-ask" => Box::new(crate::baselines::self_ask::SelfAsk::new(options.parse("self-ask")?, true)),
-        "self-ask-noir" => Box::new(crate::baselines::self_ask::SelfAsk::new(options.parse("self-ask-noir")?, false)),
-        "least-to-most" => Box::new(crate::baselines::least_to_most::LeastToMost::new(options.parse("least-to-most")?)),
-        "plan-solve" => Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve")?, false)),
-        "plan-solve-rtr" => {
-            Box::new(crate::baselines::plan_solve::PlanSolve::new(options.parse("plan-solve-rtr")?, true))
-        }
-        other => return Err(ReasonError::UnknownStrategy(other.to_string())),
-    })
+    spec(name)?.build(options)
 }
 
 /// Answers `question` with `strategy` and returns the closed trace. Backend failures inside the
@@ -123,16 +228,11 @@ pub async fn run(strategy: &dyn Strategy, ctx: &Ctx, question: &str) -> Result<T
         return Err(ReasonError::NeedsRetriever(strategy.name().to_string()));
     }
     match strategy.answer(ctx, question).await {
-        Ok(answer) => Ok(ctx.rec.finish(&answer.text, answer.rationale)),
-        Err(e @ (ReasonError::EmptyQuestion | ReasonError::NeedsRetriever(_) | ReasonError::InvalidOption(_))) => {
-            Err(e)
-        }
-        Err(ReasonError::Core(e @ (hopwise_core::Error::Template { .. } | hopwise_core::Error::Config(_)))) => {
-            Err(ReasonError::Core(e))
-        }
+        Ok(answer) => Ok(ctx.rec().finish(&answer.text, answer.rationale)),
+        Err(e) if e.is_fatal() => Err(e),
         Err(e) => {
-            ctx.rec.best_effort(format!("the strategy stopped early: {e}"));
-            Ok(ctx.rec.finish("", None))
+            ctx.rec().best_effort(format!("the strategy stopped early: {e}"));
+            Ok(ctx.rec().finish("", None))
         }
     }
 }
@@ -143,7 +243,7 @@ mod registry_tests {
 
     #[test]
     fn every_catalog_entry_builds_with_default_options_and_names_itself() {
-        for (name, _) in CATALOG {
+        for StrategySpec { name, .. } in STRATEGIES {
             let s = build(name, &StrategyOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(s.name(), *name);
         }
@@ -157,5 +257,42 @@ mod registry_tests {
         assert_eq!(resolve("direct", true).ok().as_deref(), Some("direct"), "never retrieves anyway");
         assert!(matches!(resolve("rtr", true), Err(ReasonError::InvalidOption(_))));
         assert!(matches!(resolve("nope", false), Err(ReasonError::UnknownStrategy(_))));
+    }
+
+    /// Each strategy, run on a few scripted replies that walk its main paths, renders only templates it
+    /// declares (the evaluation fingerprint hashes exactly those).
+    #[tokio::test]
+    async fn strategies_render_only_the_templates_they_declare() {
+        use std::sync::Arc;
+
+        use hopwise_core::scripted::{ScriptedLlm, StaticRetriever};
+        use hopwise_core::{Passage, Prompts, Recorder};
+
+        let passages = vec![Passage {
+            id: "p1".into(),
+            title: "Jaws".into(),
+            text: "Jaws was directed by Steven Spielberg.".into(),
+            ..Default::default()
+        }];
+        let scripts = [
+            ScriptedLlm::new(),
+            ScriptedLlm::new().fallback("1. Who directed Jaws?\n2. When was he born?\n1 -> 2\n2 -> Q\nAnswer: Spielberg"),
+            ScriptedLlm::new().fallback("Follow up: Who directed Jaws?\nSo the final answer is: Spielberg.\nStep 1: Who directed Jaws? [1]\nAnswer: Spielberg"),
+        ];
+        for StrategySpec { name, .. } in STRATEGIES {
+            for llm in &scripts {
+                let strategy = build(name, &StrategyOptions::default()).expect("builds");
+                let rec = Recorder::new("Who directed Jaws?", name);
+                let ctx = Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), rec)
+                    .with_retriever(Some(Arc::new(StaticRetriever::new(passages.clone()))));
+                let _ = run(strategy.as_ref(), &ctx, "Who directed Jaws?").await;
+                for template in ctx.rendered_templates() {
+                    assert!(
+                        strategy.templates().contains(&template.as_str()),
+                        "{name} rendered `{template}`, which it does not declare"
+                    );
+                }
+            }
+        }
     }
 }

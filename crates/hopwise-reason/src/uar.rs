@@ -1,4 +1,4 @@
-//! Uncertainty-gated dynamic retrieval (METHODS.md §2) and its baselines, in one sentence loop.
+//! Uncertainty-gated dynamic retrieval and its baselines, in one sentence loop.
 //!
 //! The answer grows one sentence per step (FLARE-style). Each step:
 //! 1. a *temporary* sentence `t_i` from `uar_next_sentence(Q, D_current, y_<i)` (the default
@@ -25,23 +25,22 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use hopwise_core::{Decision, Error as CoreError, GenParams, Nli, NodeTrace, Passage};
+use hopwise_core::{Decision, GenParams, Nli, NodeTrace, Passage};
 use serde_json::json;
 
 use crate::ctx::{format_passages, Ctx};
 use crate::error::{ReasonError, Result};
-use crate::nli_judge::{entailment_matrix, LlmNli};
+use crate::gate::{self, Estimate};
 use crate::strategy::{Answer, Strategy};
-use crate::uncertainty::{jaccard_matrix, nli_similarity, num_semantic_sets, Estimator, Matrix};
+use crate::uncertainty::Matrix;
 
 mod options;
-mod protocol;
 
 pub use options::{
     AlwaysRetrieveOptions, FlareInstructOptions, QuerySource, Similarity, UarOptions, UncertaintyGate, MAX_SAMPLES,
 };
-use protocol::clean_query;
-pub use protocol::{first_sentence, parse_answer_marker, parse_search_request};
+use crate::protocol::answer::marked_answer;
+pub use crate::protocol::sentence::{clean_query, first_sentence, parse_search_request};
 
 /// Longest sentence a step may generate, in tokens.
 const SENTENCE_MAX_TOKENS: u32 = 64;
@@ -141,22 +140,18 @@ impl Strategy for DynamicRetrieval {
         self.name
     }
 
-    fn needs_retriever(&self) -> bool {
-        true
-    }
-
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        ctx.rec.set_extra(self.describe());
+        ctx.rec().set_extra(self.describe());
         let nli = self.nli_for(ctx);
         let mut run = Run { ctx, question, nli, sentences: Vec::new(), passages: Vec::new() };
         let mut final_answer = None;
         let mut last_step = None;
         let outcome: Result<()> = async {
             if self.initial_retrieval {
-                match ctx.retrieve(None, question, ctx.k).await {
+                match ctx.retrieve(None, question, ctx.k()).await {
                     Ok(passages) => run.passages = passages,
                     Err(ReasonError::Core(e)) => {
-                        ctx.rec.note(format!("initial retrieval failed ({e}); going on without"))
+                        ctx.rec().note(format!("initial retrieval failed ({e}); going on without"))
                     }
                     Err(e) => return Err(e),
                 }
@@ -165,10 +160,10 @@ impl Strategy for DynamicRetrieval {
                 let sentence = self.step(&mut run, step).await?;
                 last_step = Some(step);
                 if sentence.is_empty() {
-                    ctx.rec.note(format!("step {step}: the model wrote an empty sentence; stopping"));
+                    ctx.rec().note(format!("step {step}: the model wrote an empty sentence; stopping"));
                     break;
                 }
-                let marker = parse_answer_marker(&sentence);
+                let marker = marked_answer(&sentence);
                 run.sentences.push(sentence);
                 if marker.is_some() {
                     final_answer = marker;
@@ -179,13 +174,13 @@ impl Strategy for DynamicRetrieval {
         }
         .await;
         if let Err(e) = outcome {
-            if !degrades(&e) {
+            if e.is_fatal() {
                 return Err(e);
             }
-            ctx.rec.best_effort(format!("the sentence loop stopped early: {e}"));
+            ctx.rec().best_effort(format!("the sentence loop stopped early: {e}"));
         }
         if let Some(last) = last_step {
-            ctx.rec.add_edge(&last.to_string(), hopwise_core::trace::SINK);
+            ctx.rec().add_edge(&last.to_string(), hopwise_core::trace::SINK);
         }
         let rationale = (!run.sentences.is_empty()).then(|| run.sentences.join(" "));
         let text = match final_answer {
@@ -208,11 +203,6 @@ fn most_central(samples: &[String], w: &Matrix) -> Option<String> {
         .map(|i| samples[i].clone())
 }
 
-/// Backend and budget failures end the loop with a best-effort answer; template and configuration
-/// errors are the caller's to fix and propagate.
-fn degrades(e: &ReasonError) -> bool {
-    matches!(e, ReasonError::Core(CoreError::Backend { .. } | CoreError::Budget(_)))
-}
 
 /// One question's loop state.
 struct Run<'a> {
@@ -238,10 +228,7 @@ impl DynamicRetrieval {
         if g.similarity != Similarity::Nli {
             return None;
         }
-        Some(ctx.nli.clone().unwrap_or_else(|| {
-            // One judge per question, so its pair cache lives exactly as long as the question.
-            Arc::new(LlmNli::new(ctx.llm.clone(), ctx.prompts.clone()).with_recorder(ctx.rec.clone()))
-        }))
+        Some(ctx.nli())
     }
 
     /// Runs step `step` and returns the accepted sentence.
@@ -310,12 +297,6 @@ impl DynamicRetrieval {
     }
 }
 
-struct Estimate {
-    similarity: Matrix,
-    uncertainty: f64,
-    source: &'static str,
-}
-
 impl Run<'_> {
     fn answer_so_far(&self) -> String {
         if self.sentences.is_empty() {
@@ -332,7 +313,7 @@ impl Run<'_> {
     }
 
     fn sentence_params(&self) -> GenParams {
-        GenParams { n: 1, max_tokens: SENTENCE_MAX_TOKENS, ..self.ctx.params.clone() }
+        GenParams { n: 1, max_tokens: SENTENCE_MAX_TOKENS, ..self.ctx.params().clone() }
     }
 
     /// The next sentence from the current passages, at the context's default sampling parameters.
@@ -343,67 +324,14 @@ impl Run<'_> {
     }
 
     /// `n` samples of the next sentence in one request (`n > 1` lets the backend share the prompt).
-    /// A backend that returns fewer choices is asked again for the rest.
     async fn samples(&self, id: &str, g: &UncertaintyGate) -> Result<Vec<String>> {
         let prompt = self.prompt("uar_next_sentence", &self.passages)?;
-        let mut out: Vec<String> = Vec::with_capacity(g.samples as usize);
-        for attempt in 0..g.samples {
-            let missing = g.samples - out.len() as u32;
-            let params = GenParams {
-                n: missing,
-                temperature: g.sample_temperature,
-                top_p: 1.0,
-                max_tokens: SENTENCE_MAX_TOKENS,
-                // A different seed per attempt, so a seeded backend does not repeat itself.
-                seed: self.ctx.params.seed.map(|s| s.wrapping_add(u64::from(attempt))),
-                ..self.ctx.params.clone()
-            };
-            let reply = self.ctx.chat("uncertainty_samples", Some(id), prompt.clone(), params).await?;
-            out.extend(reply.choices.iter().take(missing as usize).map(|c| first_sentence(&c.text)));
-            if out.len() as u32 >= g.samples || reply.choices.is_empty() {
-                break;
-            }
-        }
-        if (out.len() as u32) < g.samples {
-            self.ctx.rec.note(format!("step {id}: the backend returned {} of {} samples", out.len(), g.samples));
-        }
-        Ok(out)
+        gate::sample(self.ctx, id, "uncertainty_samples", &prompt, g, SENTENCE_MAX_TOKENS, first_sentence).await
     }
 
     /// `U` over the samples. All-empty samples, or fewer than two, are maximal uncertainty.
     async fn estimate(&self, id: &str, g: &UncertaintyGate, samples: &[String]) -> Estimate {
-        let n = samples.len();
-        let jaccard = || jaccard_matrix(samples);
-        if n < 2 || samples.iter().all(|s| s.trim().is_empty()) {
-            return Estimate {
-                similarity: jaccard(),
-                uncertainty: g.estimator.max_value(g.samples as usize),
-                source: "degenerate-samples",
-            };
-        }
-        if let (Similarity::Nli, Some(nli)) = (g.similarity, &self.nli) {
-            match entailment_matrix(nli.as_ref(), samples).await {
-                Ok(m) => {
-                    self.ctx.rec.with_stats(|s| s.nli_calls += m.judgements);
-                    let w = nli_similarity(&m.entail);
-                    let uncertainty = match g.estimator {
-                        Estimator::Numsets => num_semantic_sets(n, |i, j| m.mutual[i][j]) as f64,
-                        other => other.from_similarity(&w),
-                    };
-                    return Estimate { similarity: w, uncertainty, source: "nli" };
-                }
-                Err(e) => {
-                    self.ctx
-                        .rec
-                        .note(format!("step {id}: the NLI judge failed ({e}); fell back to Jaccard similarity"));
-                    let w = jaccard();
-                    let uncertainty = g.estimator.from_similarity(&w);
-                    return Estimate { similarity: w, uncertainty, source: "jaccard-fallback" };
-                }
-            }
-        }
-        let w = jaccard();
-        Estimate { uncertainty: g.estimator.from_similarity(&w), similarity: w, source: "jaccard" }
+        gate::estimate(self.ctx, id, g, self.nli.as_ref(), samples).await
     }
 
     /// A search query for the fact still missing, given `Q` and `y_<i`.
@@ -426,14 +354,14 @@ impl Run<'_> {
         query: String,
         detail: serde_json::Value,
     ) -> Result<StepRecord> {
-        match self.ctx.retrieve(Some(id), &query, self.ctx.k).await {
+        match self.ctx.retrieve(Some(id), &query, self.ctx.k()).await {
             Ok(passages) => {
                 self.passages = passages.clone();
                 let sentence = self.next_sentence(id, "regenerate_sentence").await?;
                 Ok(StepRecord { temporary, sentence, query: Some(query), retrieved: Some(passages), detail })
             }
             Err(ReasonError::Core(e)) => {
-                self.ctx.rec.note(format!("step {id}: retrieval failed ({e}); kept the sentence written without it"));
+                self.ctx.rec().note(format!("step {id}: retrieval failed ({e}); kept the sentence written without it"));
                 Ok(StepRecord { sentence: temporary.clone(), temporary, query: Some(query), retrieved: None, detail })
             }
             Err(e) => Err(e),
@@ -462,28 +390,28 @@ impl Run<'_> {
             extra,
             ..Default::default()
         };
-        self.ctx.rec.upsert_node(node);
+        self.ctx.rec().upsert_node(node);
         if step > 1 {
-            self.ctx.rec.add_edge(&(step - 1).to_string(), id);
+            self.ctx.rec().add_edge(&(step - 1).to_string(), id);
         }
-        self.ctx.rec.with_stats(|s| s.steps += 1);
+        self.ctx.rec().with_stats(|s| s.steps += 1);
         Ok(r.sentence)
     }
 
     /// The answer when no sentence carried the marker: one `uar_conclude` call, best-effort.
     async fn conclude(&self) -> String {
-        self.ctx.rec.best_effort("no answer marker within the step limit; concluded from the sentences so far");
+        self.ctx.rec().best_effort("no answer marker within the step limit; concluded from the sentences so far");
         let prompt = match self.prompt("uar_conclude", &self.passages) {
             Ok(p) => p,
             Err(_) => return self.sentences.join(" "),
         };
-        match self.ctx.chat("conclude", None, prompt, self.ctx.params.clone()).await {
+        match self.ctx.chat("conclude", None, prompt, self.ctx.params().clone()).await {
             Ok(reply) => {
                 let text = reply.text();
-                parse_answer_marker(text).unwrap_or_else(|| first_sentence(text))
+                marked_answer(text).unwrap_or_else(|| first_sentence(text))
             }
             Err(e) => {
-                self.ctx.rec.note(format!("the concluding call failed ({e}); answering with the sentences so far"));
+                self.ctx.rec().note(format!("the concluding call failed ({e}); answering with the sentences so far"));
                 self.sentences.join(" ")
             }
         }

@@ -154,19 +154,28 @@ function showResult(trace) {
   for (const n of trace.nodes) state.nodes.set(n.id, n);
   state.edges = trace.edges;
   $("result").hidden = false;
-  $("answer").textContent = (trace.answer || "(no answer)") + (trace.best_effort ? "  (best effort)" : "");
+  const marks = [];
+  if (typeof trace.confidence === "number") marks.push(`confidence ${Math.round(trace.confidence * 100)}%`);
+  if (trace.best_effort) marks.push("best effort: a budget or a failure cut the work short");
+  $("answer").textContent = (trace.answer || "(no answer)") + (marks.length ? `  (${marks.join("; ")})` : "");
+  $("answer").classList.toggle("best-effort", !!trace.best_effort);
   $("rationale").textContent = trace.rationale || "";
+  // The passages the answer rests on (trace.support), not every passage retrieved.
   const cites = $("citations");
   cites.textContent = "";
-  const seen = new Set();
-  for (const n of trace.nodes) for (const p of n.passages || []) {
-    if (seen.has(p.id)) continue;
-    seen.add(p.id);
+  const byId = new Map();
+  for (const n of trace.nodes) for (const p of n.passages || []) if (!byId.has(p.id)) byId.set(p.id, { p, node: n.id });
+  for (const id of trace.support || []) {
+    const found = byId.get(id);
+    if (!found) continue;
     const li = document.createElement("li");
-    li.textContent = `${p.title || p.id} — ${short(p.text || "", 200)} (node ${n.id})`;
+    li.textContent = `${found.p.title || found.p.id} — ${short(found.p.text || "", 200)} (node ${found.node})`;
     cites.appendChild(li);
   }
-  if (!seen.size) cites.appendChild(Object.assign(document.createElement("li"), { textContent: "none: answered without retrieval" }));
+  if (!cites.children.length) {
+    const why = byId.size ? "none of the retrieved passages states the answer" : "answered without retrieval";
+    cites.appendChild(Object.assign(document.createElement("li"), { textContent: `none: ${why}` }));
+  }
   const s = trace.stats;
   $("stats").textContent = `${trace.strategy} · ${s.llm_calls} LLM calls · ${s.retrieval_rounds} retrieval rounds · ${s.prompt_tokens} prompt / ${s.completion_tokens} completion tokens · ${(s.wall_ms / 1000).toFixed(2)} s`;
   const notes = $("notes");

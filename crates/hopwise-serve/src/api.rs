@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures::Stream;
 use hopwise_core::{Event, EventKind};
-use hopwise_reason::strategy::CATALOG;
+use hopwise_reason::strategy::STRATEGIES;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -52,18 +52,14 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 pub async fn strategies(State(state): State<AppState>) -> impl IntoResponse {
-    let list: Vec<_> = CATALOG
+    let list: Vec<_> = STRATEGIES
         .iter()
-        .map(|(name, about)| {
-            let needs = hopwise_reason::strategy::build(name, &Default::default())
-                .map(|s| s.needs_retriever())
-                .unwrap_or(false);
-            json!({"name": name, "description": about, "needs_retriever": needs, "model": format!("hopwise-{name}")})
+        .map(|s| {
+            json!({"name": s.name, "description": s.description, "needs_retriever": s.needs_retriever, "model": format!("hopwise-{}", s.name)})
         })
         .collect();
-    Json(
-        json!({"default": state.0.defaults.strategy, "has_retriever": state.0.retriever.is_some(), "strategies": list}),
-    )
+    let runtime = state.runtime();
+    Json(json!({"default": runtime.defaults().strategy, "has_retriever": runtime.has_retriever(), "strategies": list}))
 }
 
 fn wants_events(headers: &HeaderMap) -> bool {

@@ -13,7 +13,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use hopwise_core::Trace;
-use hopwise_reason::strategy::CATALOG;
+use hopwise_reason::strategy::STRATEGIES;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -71,7 +71,7 @@ impl Content {
 /// `hopwise-toqd` -> `toqd`; a bare strategy name is accepted too.
 fn strategy_for(model: &str) -> Option<&'static str> {
     let name = model.strip_prefix(PREFIX).unwrap_or(model);
-    CATALOG.iter().map(|(n, _)| *n).find(|n| *n == name)
+    STRATEGIES.iter().map(|s| s.name).find(|n| *n == name)
 }
 
 fn now_secs() -> u64 {
@@ -91,9 +91,9 @@ fn usage(trace: &Trace) -> Value {
 
 pub async fn models() -> impl IntoResponse {
     let created = now_secs();
-    let data: Vec<Value> = CATALOG
+    let data: Vec<Value> = STRATEGIES
         .iter()
-        .map(|(name, _)| json!({"id": format!("{PREFIX}{name}"), "object": "model", "created": created, "owned_by": "hopwise"}))
+        .map(|s| json!({"id": format!("{PREFIX}{}", s.name), "object": "model", "created": created, "owned_by": "hopwise"}))
         .collect();
     Json(json!({"object": "list", "data": data}))
 }

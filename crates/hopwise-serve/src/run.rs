@@ -1,14 +1,15 @@
-//! One question's life on the server: validate the request, build the strategy and context the same
-//! way the CLI does (the strategy registry and `Ctx`), run it as a task that owns its concurrency
-//! permit and its timeout, and cancel it when the client goes away.
+//! One question's life on the server: check the request and get its context from the runtime, as
+//! the CLI does, run it as a task that owns its concurrency permit and its timeout, and cancel it
+//! when the client goes away.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use hopwise_core::{Event, Recorder, Trace};
-use hopwise_reason::strategy::{self, Strategy};
-use hopwise_reason::{Budget, Ctx};
+use hopwise_reason::runtime::Request;
+use hopwise_reason::strategy;
+use hopwise_reason::ReasonError;
 use serde::Deserialize;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
@@ -41,50 +42,39 @@ pub struct AskRequest {
     pub max_depth: Option<u32>,
     #[serde(default)]
     pub max_llm_calls: Option<u64>,
+    /// Seconds and tokens the question may use; past them it answers best-effort.
+    #[serde(default)]
+    pub max_seconds: Option<f64>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
-/// A validated request, ready to run: every input error has been reported before any work starts.
-pub struct Prepared {
-    pub name: String,
-    pub question: String,
-    strategy: Box<dyn Strategy>,
-    budget: Budget,
-    k: usize,
-}
+pub use hopwise_reason::runtime::Prepared;
 
+/// Checks the request through the runtime (exactly as `hopwise ask` does). The server's own rule:
+/// a strategy that needs a retriever on a server without an index is the caller's error.
 pub fn prepare(state: &AppState, req: AskRequest) -> Result<Prepared> {
-    let question = req.question.trim().to_string();
-    if question.is_empty() {
-        return Err(ServeError::bad_request("the question is empty"));
-    }
-    let s = &state.0;
-    let requested =
-        req.strategy.as_deref().map(str::trim).filter(|n| !n.is_empty()).unwrap_or(s.defaults.strategy.as_str());
-    let name = strategy::resolve(requested, req.no_retrieval)?;
-    let mut options = s.defaults.options.get(&name).cloned().unwrap_or_default();
-    for (k, v) in req.options {
-        options.set(&k, v);
-    }
-    let strategy = strategy::build(&name, &options)?;
-    if strategy.needs_retriever() && s.retriever.is_none() {
-        return Err(ServeError::bad_request(format!(
-            "strategy `{name}` needs a retriever and this server has no index; use a -noir strategy or `no_retrieval`"
-        )));
-    }
-    let k = req.k.unwrap_or(s.defaults.k);
-    if !(1..=100).contains(&k) {
-        return Err(ServeError::BadRequest {
-            status: axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            message: format!("k = {k} must be between 1 and 100"),
-        });
-    }
-    let ceiling = &s.defaults.budget;
-    let budget = Budget {
-        r_max: req.r_max.map_or(ceiling.r_max, |r| r.min(ceiling.r_max)),
-        max_depth: req.max_depth.map_or(ceiling.max_depth, |d| d.min(ceiling.max_depth)),
-        max_llm_calls: req.max_llm_calls.map_or(ceiling.max_llm_calls, |c| c.min(ceiling.max_llm_calls)),
+    let request = Request {
+        question: req.question,
+        strategy: req.strategy,
+        options: req.options,
+        no_retrieval: req.no_retrieval,
+        k: req.k,
+        r_max: req.r_max,
+        max_depth: req.max_depth,
+        max_llm_calls: req.max_llm_calls,
+        max_seconds: req.max_seconds,
+        max_tokens: req.max_tokens,
     };
-    Ok(Prepared { name, question, strategy, budget, k })
+    state.runtime().prepare(request).map_err(|e| match e {
+        ReasonError::NeedsRetriever(name) => ServeError::bad_request(format!(
+            "strategy `{name}` needs a retriever and this server has no index; use a -noir strategy or `no_retrieval`"
+        )),
+        ReasonError::InvalidOption(m) if m.starts_with("k = ") || m.starts_with("max_seconds = ") => {
+            ServeError::BadRequest { status: axum::http::StatusCode::UNPROCESSABLE_ENTITY, message: m }
+        }
+        other => ServeError::from(other),
+    })
 }
 
 /// A running question. Dropping it aborts the task (client gone): the model calls stop, the permit
@@ -124,15 +114,12 @@ pub fn spawn(
         if let Some(tx) = listener {
             rec = rec.with_listener(tx);
         }
-        let ctx = Ctx::new(s.llm.clone(), s.prompts.clone(), rec)
-            .with_retriever(s.retriever.clone())
-            .with_budget(prepared.budget.clone())
-            .with_k(prepared.k);
+        let ctx = s.runtime.context_for(&prepared, rec);
         let timeout = s.limits.timeout;
         let outcome =
-            tokio::time::timeout(timeout, strategy::run(prepared.strategy.as_ref(), &ctx, &prepared.question)).await;
+            tokio::time::timeout(timeout, strategy::run(prepared.strategy(), &ctx, &prepared.question)).await;
         // Count the work done even when the question timed out.
-        s.metrics.record_work(&ctx.rec.stats());
+        s.metrics.record_work(&ctx.rec().stats());
         let outcome = match outcome {
             Ok(Ok(trace)) => Ok(trace),
             Ok(Err(e)) => Err(ServeError::from(e)),

@@ -1,12 +1,11 @@
 //! What every handler shares: the backends, the defaults a request starts from, the limits, the
 //! metrics, and the concurrency permits.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hopwise_core::{Llm, Prompts, Retriever};
-use hopwise_reason::{Budget, StrategyOptions};
+use hopwise_reason::Runtime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{Result, ServeError};
@@ -31,28 +30,12 @@ impl Default for Limits {
     }
 }
 
-/// What a request starts from before its own fields apply.
-#[derive(Debug, Clone)]
-pub struct Defaults {
-    pub strategy: String,
-    /// Per-strategy options from configuration; a request's `options` are laid over them.
-    pub options: BTreeMap<String, StrategyOptions>,
-    /// The ceiling for every request: a request may lower these, never raise them.
-    pub budget: Budget,
-    pub k: usize,
-}
-
-impl Default for Defaults {
-    fn default() -> Self {
-        Self { strategy: "toqd".into(), options: BTreeMap::new(), budget: Budget::default(), k: 5 }
-    }
-}
+/// What a request starts from before its own fields apply (the runtime's defaults).
+pub use hopwise_reason::runtime::Defaults;
 
 pub(crate) struct Inner {
-    pub llm: Arc<dyn Llm>,
-    pub retriever: Option<Arc<dyn Retriever>>,
-    pub prompts: Arc<Prompts>,
-    pub defaults: Defaults,
+    /// The same runtime the CLI answers through.
+    pub runtime: Runtime,
     pub limits: Limits,
     pub token: Option<String>,
     pub metrics: Metrics,
@@ -64,15 +47,22 @@ pub(crate) struct Inner {
 pub struct AppState(pub(crate) Arc<Inner>);
 
 impl AppState {
+    /// A state over `llm`; give the rest with the builder, or a whole [`Runtime`] with
+    /// [`AppStateBuilder::runtime`].
     pub fn builder(llm: Arc<dyn Llm>) -> AppStateBuilder {
         AppStateBuilder {
             llm,
             retriever: None,
             prompts: Arc::new(Prompts::default()),
             defaults: Defaults::default(),
+            runtime: None,
             limits: Limits::default(),
             token: None,
         }
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.0.runtime
     }
 
     pub fn limits(&self) -> &Limits {
@@ -101,6 +91,7 @@ pub struct AppStateBuilder {
     retriever: Option<Arc<dyn Retriever>>,
     prompts: Arc<Prompts>,
     defaults: Defaults,
+    runtime: Option<Runtime>,
     limits: Limits,
     token: Option<String>,
 }
@@ -121,6 +112,13 @@ impl AppStateBuilder {
         self
     }
 
+    /// Answer through `runtime` (backends, prompts and defaults as the CLI built them); the
+    /// builder's own model, retriever, prompts and defaults are then unused.
+    pub fn runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -135,12 +133,12 @@ impl AppStateBuilder {
     pub fn build(self) -> AppState {
         let mut limits = self.limits;
         limits.max_concurrency = limits.max_concurrency.max(1);
+        let runtime = self.runtime.unwrap_or_else(|| {
+            Runtime::new(self.llm, self.prompts).with_retriever(self.retriever).with_defaults(self.defaults)
+        });
         AppState(Arc::new(Inner {
             permits: Arc::new(Semaphore::new(limits.max_concurrency)),
-            llm: self.llm,
-            retriever: self.retriever,
-            prompts: self.prompts,
-            defaults: self.defaults,
+            runtime,
             limits,
             token: self.token,
             metrics: Metrics::default(),

@@ -1,26 +1,25 @@
 //! `hopwise ask`: answer one question and print the answer with its graph, or the trace as JSON.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use hopwise_config::Config;
-use hopwise_core::Recorder;
 use hopwise_reason::strategy;
-use hopwise_reason::{Ctx, StrategyOptions};
+use hopwise_reason::Request;
 
-use crate::backends;
 use crate::cli::AskArgs;
 use crate::render::render_trace;
+use crate::runtime::{self, Needs};
 
 /// Parses `KEY=VALUE` options; values are JSON when they parse as JSON (`true`, `3`, `"x"`), else strings.
-pub fn parse_opts(pairs: &[String], into: &mut StrategyOptions) -> Result<()> {
+pub fn parse_opts(pairs: &[String]) -> Result<serde_json::Map<String, serde_json::Value>> {
+    let mut options = serde_json::Map::new();
     for pair in pairs {
         let (k, v) = pair.split_once('=').with_context(|| format!("--opt `{pair}` must be KEY=VALUE"))?;
         let value = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
-        into.set(k.trim(), value);
+        options.insert(k.trim().to_string(), value);
     }
-    Ok(())
+    Ok(options)
 }
 
 pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
@@ -33,30 +32,14 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
         ..args.run.overrides()
     })?;
     let name = strategy::resolve(&config.strategy, args.run.no_retrieval)?;
-    let mut options = config.strategy_options(&name);
-    parse_opts(&args.opts, &mut options)?;
-    let strategy = strategy::build(&name, &options)?;
+    let options = parse_opts(&args.opts)?;
+    // Bad options stop the command before an index or a model is loaded.
+    strategy::build(&name, &config.strategy_options(&name).overlaid(&options))?;
 
-    // Open the index before loading the model, so a missing index fails fast.
-    let base = if strategy.needs_retriever() { Some(backends::open_retriever(&config).await?) } else { None };
-    let llm = backends::build_llm(&config, !args.json).await?;
-    let prompts = Arc::new(config.prompts()?);
-    let retriever = match base {
-        Some(base) => {
-            let wrapped = backends::with_query_rewrite(&config, base, &llm, &prompts)?;
-            Some(backends::per_question(&config, &wrapped))
-        }
-        None => None,
-    };
-    // HGOT's STOP test and demonstration choice use cosine similarity when an embedder is there.
-    let embedder = if name.starts_with("hgot") { backends::installed_embedder(&config)? } else { None };
-    let rec = Recorder::new(&args.question, &name);
-    let ctx = Ctx::new(llm, prompts, rec)
-        .with_retriever(retriever)
-        .with_embedder(embedder)
-        .with_budget(config.budget.clone())
-        .with_k(config.k);
-    let trace = strategy::run(strategy.as_ref(), &ctx, &args.question).await?;
+    let needs = Needs { progress: !args.json, ..Needs::for_strategies([name.as_str()])? };
+    let runtime = runtime::build(&config, &needs).await?;
+    let prepared = runtime.prepare(Request { question: args.question.clone(), strategy: Some(name), options, ..Request::default() })?;
+    let trace = runtime.answer(&prepared, None).await?;
 
     if args.json {
         println!("{}", serde_json::to_string_pretty(&trace)?);

@@ -4,14 +4,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
-use hopwise_config::Config;
-use hopwise_core::{Llm, Retriever};
+use hopwise_config::{Config, RetrieverKind};
+use hopwise_core::Retriever;
 use hopwise_eval::{run_eval, EvalConfig, ExampleContextRetriever, IndicatifProgress, Job, NoProgress};
-use hopwise_models::{CacheMode, CachedLlm};
-use hopwise_reason::Ctx;
 
-use crate::backends;
 use crate::cli::EvalArgs;
+use crate::runtime::{self, Needs};
 
 pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     config.apply(&hopwise_config::Overrides {
@@ -22,68 +20,62 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     })?;
     let strategies: Vec<String> =
         args.strategy.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+    // Flags over `[strategies.NAME]`, per strategy, fixed before the configuration changes below.
+    let flag_options = crate::commands::ask::parse_opts(&args.opts)?;
+    let mut strategy_options = std::collections::BTreeMap::new();
     for s in &strategies {
-        hopwise_reason::strategy::build(s, &config.strategy_options(s))?;
+        let options = config.strategy_options(s).overlaid(&flag_options);
+        hopwise_reason::strategy::build(s, &options)?;
+        strategy_options.insert(s.clone(), options);
     }
-    let prompts = Arc::new(config.prompts()?);
-    let base = backends::build_llm(&config, !args.json).await?;
-    let llm: Arc<dyn Llm> = if args.no_cache {
-        base
-    } else {
-        // Content-addressed: a finished run is recomputed offline and an interrupted one never pays twice.
-        Arc::new(CachedLlm::new(base, config.home_dir().join("cache").join("llm"), CacheMode::ReadWrite))
+    // Recorded in the run's fingerprint as configured, whether or not it applies (below).
+    let rewrite_setting = config.query_rewrite.map(|m| m.name());
+    if args.context {
+        // An example's own paragraphs are searched as they are: the configured query rewriting
+        // applies to the index retriever only.
+        config.query_rewrite = None;
+    }
+    let needs = Needs {
+        // With --context each example brings its own paragraphs.
+        retriever: !args.context,
+        cache: !args.no_cache,
+        progress: !args.json,
+        ..Needs::for_strategies(strategies.iter().map(String::as_str))?
     };
-    let retriever: Option<Arc<dyn Retriever>> = if args.context {
-        None
-    } else {
-        Some(backends::with_query_rewrite(&config, backends::open_retriever(&config).await?, &llm, &prompts)?)
-    };
-    let embedder =
-        if strategies.iter().any(|s| s.starts_with("hgot")) { backends::installed_embedder(&config)? } else { None };
+    let runtime = Arc::new(runtime::build(&config, &needs).await?);
 
     let mut eval = EvalConfig::new(args.dataset.clone(), strategies.clone(), args.out.clone());
     eval.limit = args.limit;
     eval.concurrency = args.concurrency.max(1);
     eval.k = config.k;
-    eval.model = llm.name().to_string();
+    eval.model = runtime.llm().identity();
     eval.retriever = Some(if args.context {
         "example-context".to_string()
-    } else if config.retriever == "bm25" {
-        // Unchanged for BM25, so output folders of earlier runs still resume.
-        config.index_dir().display().to_string()
+    } else if config.retriever == RetrieverKind::Bm25 {
+        // What was indexed, not where: a committed run resumes on any machine that indexed the same corpus.
+        hopwise_index::Bm25Retriever::open(&config.index_dir())?.content_identity()?
     } else {
         format!("{}:{}", config.retriever, config.index_dir().display())
     });
-    if let Some(rewrite) = &config.query_rewrite {
-        eval.settings.insert("query_rewrite".into(), rewrite.clone().into());
+    if let Some(rewrite) = rewrite_setting {
+        eval.settings.insert("query_rewrite".into(), rewrite.into());
     }
     if config.dedup {
         eval.settings.insert("dedup".into(), true.into());
     }
-    if let Some(e) = &embedder {
+    if let Some(e) = runtime.embedder() {
         eval.settings.insert("embedder".into(), e.model_id().into());
     }
-    eval.prompts_hash = hopwise_eval::prompts_hash(&prompts);
-    for s in &strategies {
-        eval.strategy_options.insert(s.clone(), config.strategy_options(s));
-    }
+    eval.prompts = (**runtime.prompts()).clone();
+    eval.strategy_options = strategy_options;
+    eval.time_budget = args.time_budget;
     eval.settings.insert("budget".into(), serde_json::to_value(&config.budget)?);
 
-    let budget = config.budget.clone();
-    let k = config.k;
-    let dedup_config = config.clone();
-    let factory = Arc::new(move |job: &Job, rec: hopwise_core::Recorder| -> hopwise_eval::Result<Ctx> {
-        let retriever: Arc<dyn Retriever> = match &retriever {
-            Some(r) => r.clone(),
-            None => Arc::new(ExampleContextRetriever::new(&job.example)),
-        };
-        // A fresh de-duplicating wrapper per question: rounds of one question share it, questions do not.
-        let retriever = backends::per_question(&dedup_config, &retriever);
-        Ok(Ctx::new(llm.clone(), prompts.clone(), rec)
-            .with_retriever(Some(retriever))
-            .with_embedder(embedder.clone())
-            .with_budget(budget.clone())
-            .with_k(k))
+    let context = args.context;
+    let factory = Arc::new(move |job: &Job, rec: hopwise_core::Recorder| -> hopwise_eval::Result<hopwise_reason::Ctx> {
+        let base: Option<Arc<dyn Retriever>> =
+            if context { Some(Arc::new(ExampleContextRetriever::new(&job.example))) } else { None };
+        Ok(runtime.context(rec, base))
     });
     let outcome = if args.json {
         run_eval(&eval, factory, &NoProgress).await?
@@ -97,15 +89,16 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     if args.json {
         println!(
             "{}",
-            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "skipped": outcome.skipped.len(), "out": args.out})
+            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "not_started": outcome.not_started, "skipped": outcome.skipped.len(), "out": args.out})
         );
     } else {
         eprintln!(
-            "{} jobs: {} resumed, {} run, {} failed (retried next run); summary in {}",
+            "{} jobs: {} resumed, {} run, {} failed (retried next run), {} not started (time budget); summary in {}",
             outcome.total,
             outcome.resumed,
             outcome.ran,
             outcome.failed.len(),
+            outcome.not_started,
             args.out.join("summary.md").display()
         );
     }

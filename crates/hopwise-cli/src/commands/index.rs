@@ -23,7 +23,7 @@ pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
     };
     let bar = if args.json { IndexProgressBar::hidden() } else { IndexProgressBar::new() };
     // Load the embedder first, so a missing model fails before any indexing work.
-    let embedder = if args.dense { Some(backends::require_embedder(config)?) } else { None };
+    let embedder = if args.dense { Some(backends::require_embedder_for(config, &dir)?) } else { None };
     let report = build_index(&args.paths, &dir, &opts, &|p| bar.update(&p))?;
     bar.finish();
     let dense = match embedder {
@@ -31,13 +31,15 @@ pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
             let dense_opts = DenseOptions { exact_threshold: args.exact_threshold, ..DenseOptions::default() };
             let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new(0) };
             bar.set_style(
-                ProgressStyle::with_template("embedding [{bar:30}] {pos}/{len} passages, {per_sec}, eta {eta}")
+                ProgressStyle::with_template("embedding [{bar:30}] {pos}/{len} passages, {msg} passages/s, eta {eta}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
+            let started = std::time::Instant::now();
             let r = build_dense(&dir, embedder.as_ref(), &dense_opts, &|p| {
                 bar.set_length(p.to_embed);
                 bar.set_position(p.embedded);
+                bar.set_message(format!("{:.1}", p.embedded as f64 / started.elapsed().as_secs_f64().max(1e-3)));
             })
             .await?;
             bar.finish_and_clear();
@@ -79,10 +81,11 @@ pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
         );
         if let Some(d) = &dense {
             println!(
-                "dense ({}): embedded {} passages in {:.1} s, kept {}, removed {}; {} rows, {} search",
+                "dense ({}): embedded {} passages in {:.1} s ({:.1} passages/s), kept {}, removed {}; {} rows, {} search",
                 d.model_id,
                 d.embedded,
                 d.embed_seconds,
+                d.embedded as f64 / d.embed_seconds.max(1e-9),
                 d.reused,
                 d.removed,
                 d.rows,

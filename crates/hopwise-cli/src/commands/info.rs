@@ -4,17 +4,19 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use hopwise_config::Config;
-use hopwise_reason::strategy::CATALOG;
+use hopwise_reason::strategy::STRATEGIES;
 
 pub fn strategies(json: bool) -> Result<ExitCode> {
     if json {
-        let list: Vec<_> =
-            CATALOG.iter().map(|(name, about)| serde_json::json!({"name": name, "description": about})).collect();
+        let list: Vec<_> = STRATEGIES
+            .iter()
+            .map(|s| serde_json::json!({"name": s.name, "description": s.description, "needs_retriever": s.needs_retriever}))
+            .collect();
         println!("{}", serde_json::to_string_pretty(&list)?);
     } else {
-        let width = CATALOG.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-        for (name, about) in CATALOG {
-            println!("{name:<width$}  {about}");
+        let width = STRATEGIES.iter().map(|s| s.name.len()).max().unwrap_or(0);
+        for s in STRATEGIES {
+            println!("{:<width$}  {}", s.name, s.description);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 
 mod ask;
 mod eval;
+mod gate_eval;
 mod index;
 mod info;
 mod retrieval_eval;
@@ -38,6 +39,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Eval(args) => eval::run(config, args).await,
         Command::Serve(args) => serve::run(config, args).await,
         Command::RetrievalEval(args) => retrieval_eval::run(config, args).await,
+        Command::GateEval(args) => gate_eval::run(config, args).await,
         Command::Strategies(args) => info::strategies(args.json),
         Command::Prompts(args) => info::prompts(&config, args.name.as_deref()),
         Command::Config => info::config(&config),

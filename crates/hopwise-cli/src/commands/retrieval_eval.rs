@@ -2,18 +2,14 @@
 //! evidence (ToQD's Table 3 protocol), over the configured retriever.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use hopwise_config::Config;
-use hopwise_core::scripted::ScriptedLlm;
-use hopwise_core::Llm;
 use hopwise_eval::retrieval_eval::render_retrieval_markdown;
 use hopwise_eval::{load_dataset, retrieval_eval, write_retrieval_report, QueryMethod, RetrievalEvalConfig};
-use hopwise_models::{CacheMode, CachedLlm};
 
-use crate::backends;
 use crate::cli::RetrievalEvalArgs;
+use crate::runtime::{self, Needs};
 
 pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode> {
     config.apply(&hopwise_config::Overrides { index: args.index.clone(), ..Default::default() })?;
@@ -37,23 +33,22 @@ pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode
     if let Some(limit) = args.limit {
         dataset.examples.truncate(limit);
     }
-    // Open the index before loading a model, so a missing index fails fast.
-    let retriever = backends::open_retriever(&config).await?;
-    let llm: Arc<dyn Llm> = if methods.iter().all(|m| *m == QueryMethod::Native) {
-        // The native query calls no model; none is loaded.
-        Arc::new(ScriptedLlm::new())
-    } else {
-        let base = backends::build_llm(&config, !args.json).await?;
-        if args.no_cache {
-            base
-        } else {
-            Arc::new(CachedLlm::new(base, config.home_dir().join("cache").join("llm"), CacheMode::ReadWrite))
-        }
+    // Each method rewrites queries itself, so the retriever is used as it is (no configured
+    // rewriting or de-duplication); the native query calls no model, so then none is loaded.
+    let needs = Needs {
+        retriever: true,
+        cache: !args.no_cache,
+        no_model: methods.iter().all(|m| *m == QueryMethod::Native),
+        progress: !args.json,
+        ..Needs::default()
     };
-    let prompts = Arc::new(config.prompts()?);
+    let runtime = runtime::build(&config, &needs).await?;
+    let retriever = runtime.retriever().context("the runtime was asked for a retriever")?;
     let eval_config = RetrievalEvalConfig { methods, k: args.k, concurrency: args.concurrency.max(1) };
     let started = std::time::Instant::now();
-    let report = retrieval_eval(&dataset.examples, llm, retriever, prompts, &eval_config).await?;
+    let report =
+        retrieval_eval(&dataset.examples, runtime.llm().clone(), retriever, runtime.prompts().clone(), &eval_config)
+            .await?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     write_retrieval_report(&args.out, &report)?;
     if args.json {

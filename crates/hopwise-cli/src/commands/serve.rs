@@ -1,16 +1,15 @@
-//! `hopwise serve`: the HTTP API over the same backends, prompts and strategy options as `ask`.
+//! `hopwise serve`: the HTTP API over the same runtime as `ask` (backends, query rewriting,
+//! de-duplication, embedder, prompts, strategy options).
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use hopwise_config::{Config, ServeOverrides};
-use hopwise_reason::strategy::CATALOG;
-use hopwise_serve::{AppState, Defaults, Limits};
+use hopwise_serve::{AppState, Limits};
 
-use crate::backends;
 use crate::cli::ServeArgs;
+use crate::runtime::{self, Needs};
 
 pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
     config.apply(&args.run.overrides())?;
@@ -25,24 +24,16 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
     hopwise_reason::strategy::resolve(&config.strategy, args.run.no_retrieval)?;
     let token = config.serve.token()?;
 
-    let retriever = if args.run.no_retrieval { None } else { Some(backends::open_retriever(&config).await?) };
-    let llm = backends::build_llm(&config, true).await?;
-    let defaults = Defaults {
-        strategy: config.strategy.clone(),
-        options: CATALOG.iter().map(|(name, _)| (name.to_string(), config.strategy_options(name))).collect(),
-        budget: config.budget.clone(),
-        k: config.k,
-    };
+    let needs = Needs { retriever: !args.run.no_retrieval, progress: true, ..Needs::for_any_strategy() };
+    let runtime = runtime::build(&config, &needs).await?;
     let limits = Limits {
         max_concurrency: config.serve.max_concurrency,
         timeout: Duration::from_secs(config.serve.timeout_secs),
         max_body_bytes: config.serve.max_body_bytes,
         ..Limits::default()
     };
-    let state = AppState::builder(llm)
-        .retriever(retriever)
-        .prompts(Arc::new(config.prompts()?))
-        .defaults(defaults)
+    let state = AppState::builder(runtime.llm().clone())
+        .runtime(runtime)
         .limits(limits)
         .token(token.clone())
         .build();

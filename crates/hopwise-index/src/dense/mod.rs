@@ -68,6 +68,13 @@ impl DenseOptions {
     }
 }
 
+/// The embedder identity (model id) the dense index in `index_dir` was built with, or `None` when
+/// there is no dense index yet. Lets a caller load the matching embedder (e.g. the same precision)
+/// before opening or updating the index.
+pub fn dense_model_id(index_dir: &std::path::Path) -> Result<Option<String>> {
+    Ok(store::read_meta(index_dir)?.map(|meta| meta.model_id))
+}
+
 /// Row scores for a unit-length query: the cosine similarity (dot product of unit vectors).
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()

@@ -9,7 +9,7 @@ use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_final_answer, record_sink};
+use super::{final_answer, record_sink};
 use crate::ctx::Ctx;
 use crate::error::{ReasonError, Result};
 use crate::strategy::{Answer, Strategy};
@@ -31,12 +31,9 @@ impl Strategy for Cot {
     fn name(&self) -> &str {
         "cot"
     }
-    fn needs_retriever(&self) -> bool {
-        false
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let reply = ctx.complete("reason", Some(SINK), "cot", &[("question", question)]).await?;
-        let text = parse_final_answer(&reply);
+        let text = final_answer(&reply);
         record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), json!({ "reasoning": reply }));
         Ok(Answer { text, rationale: Some(reply) })
     }
@@ -94,15 +91,12 @@ impl Strategy for CotSc {
     fn name(&self) -> &str {
         "cot-sc"
     }
-    fn needs_retriever(&self) -> bool {
-        false
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let prompt = ctx.render("cot", &[("question", question)])?;
         let params =
-            GenParams { temperature: self.opts.temperature, top_p: 1.0, n: self.opts.samples, ..ctx.params.clone() };
+            GenParams { temperature: self.opts.temperature, top_p: 1.0, n: self.opts.samples, ..ctx.params().clone() };
         let resp = ctx.chat("reason_samples", Some(SINK), prompt, params).await?;
-        let answers: Vec<String> = resp.choices.iter().map(|c| parse_final_answer(&c.text)).collect();
+        let answers: Vec<String> = resp.choices.iter().map(|c| final_answer(&c.text)).collect();
         let (text, votes) = majority_vote(&answers).unwrap_or_default();
         let rationale = resp
             .choices

@@ -3,7 +3,7 @@ use async_trait::async_trait;
 use hopwise_core::Decision;
 use serde::Deserialize;
 
-use super::{parse_final_answer, record_sink};
+use super::{final_answer, record_sink};
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -25,13 +25,10 @@ impl Strategy for Direct {
     fn name(&self) -> &str {
         "direct"
     }
-    fn needs_retriever(&self) -> bool {
-        false
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let reply =
             ctx.complete("answer", Some(hopwise_core::trace::SINK), "direct", &[("question", question)]).await?;
-        let text = parse_final_answer(&reply);
+        let text = final_answer(&reply);
         record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), serde_json::Value::Null);
         Ok(Answer { text, rationale: None })
     }

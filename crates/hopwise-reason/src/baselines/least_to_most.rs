@@ -6,7 +6,7 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_final_answer, parse_numbered_list, record_sink, step_node};
+use super::{final_answer, parse_numbered_list, record_sink, step_node};
 use crate::ctx::{format_dialog, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -39,28 +39,25 @@ impl Strategy for LeastToMost {
     fn name(&self) -> &str {
         "least-to-most"
     }
-    fn needs_retriever(&self) -> bool {
-        false
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let reply = ctx.complete("reduce", None, "ltm_reduce", &[("question", question)]).await?;
         let subquestions = parse_numbered_list(&reply, self.opts.max_subquestions.max(1));
         if subquestions.is_empty() {
-            ctx.rec.note("least-to-most: no sub-questions could be read; answering the question directly");
+            ctx.rec().note("least-to-most: no sub-questions could be read; answering the question directly");
         }
         let mut pairs: Vec<(String, String)> = Vec::new();
         for (i, sub) in subquestions.iter().enumerate() {
             let id = (i + 1).to_string();
             let parents: Vec<String> = if i > 0 { vec![i.to_string()] } else { Vec::new() };
             if let Some(parent) = parents.first() {
-                ctx.rec.add_edge(parent, &id);
+                ctx.rec().add_edge(parent, &id);
             }
-            ctx.rec.upsert_node(step_node(&id, sub, parents));
+            ctx.rec().upsert_node(step_node(&id, sub, parents));
             let dialog = format_dialog(&pairs);
             let reply =
                 ctx.complete("solve", Some(&id), "ltm_solve", &[("dialog", &dialog), ("question", sub)]).await?;
-            let answer = parse_final_answer(&reply);
-            ctx.rec.update_node(&id, |n| {
+            let answer = final_answer(&reply);
+            ctx.rec().update_node(&id, |n| {
                 n.answer = Some(answer.clone());
                 n.decision = Decision::Known;
             });
@@ -69,7 +66,7 @@ impl Strategy for LeastToMost {
         let dialog = format_dialog(&pairs);
         let reply =
             ctx.complete("final", Some(SINK), "ltm_final", &[("dialog", &dialog), ("question", question)]).await?;
-        let text = parse_final_answer(&reply);
+        let text = final_answer(&reply);
         let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };
         let decision = if pairs.is_empty() { Decision::Known } else { Decision::Decomposed };
         record_sink(ctx, question, &text, decision, parents, Vec::new(), json!({ "subquestions": subquestions }));

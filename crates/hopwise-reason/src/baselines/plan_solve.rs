@@ -7,7 +7,7 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_final_answer, parse_numbered_list, record_sink};
+use super::{final_answer, parse_numbered_list, record_sink};
 use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -39,12 +39,9 @@ impl Strategy for PlanSolve {
             "plan-solve"
         }
     }
-    fn needs_retriever(&self) -> bool {
-        self.with_retrieval
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let (reply, passages) = if self.with_retrieval {
-            let k = self.opts.k.unwrap_or(ctx.k).max(1);
+            let k = self.opts.k.unwrap_or(ctx.k()).max(1);
             let passages = ctx.retrieve(Some(SINK), question, k).await?;
             let vars = [("passages", format_passages(&passages)), ("question", question.to_string())];
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -52,7 +49,7 @@ impl Strategy for PlanSolve {
         } else {
             (ctx.complete("plan_and_solve", Some(SINK), "plan_solve", &[("question", question)]).await?, Vec::new())
         };
-        let text = parse_final_answer(&reply);
+        let text = final_answer(&reply);
         let plan = parse_numbered_list(&reply, 12);
         let decision = if self.with_retrieval { Decision::Retrieved } else { Decision::Known };
         record_sink(ctx, question, &text, decision, Vec::new(), passages, json!({ "plan": plan, "reasoning": reply }));

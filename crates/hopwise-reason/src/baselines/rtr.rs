@@ -5,7 +5,7 @@ use hopwise_core::trace::SINK;
 use hopwise_core::Decision;
 use serde::Deserialize;
 
-use super::{parse_final_answer, record_sink};
+use super::{final_answer, record_sink};
 use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -32,16 +32,13 @@ impl Strategy for Rtr {
     fn name(&self) -> &str {
         "rtr"
     }
-    fn needs_retriever(&self) -> bool {
-        true
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        let k = self.opts.k.unwrap_or(ctx.k).max(1);
+        let k = self.opts.k.unwrap_or(ctx.k()).max(1);
         let passages = ctx.retrieve(Some(SINK), question, k).await?;
         let reply = ctx
             .complete("read", Some(SINK), "rtr", &[("passages", &format_passages(&passages)), ("question", question)])
             .await?;
-        let text = parse_final_answer(&reply);
+        let text = final_answer(&reply);
         record_sink(ctx, question, &text, Decision::Retrieved, Vec::new(), passages, serde_json::Value::Null);
         Ok(Answer { text, rationale: None })
     }

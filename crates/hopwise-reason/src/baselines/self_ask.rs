@@ -7,7 +7,7 @@ use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_final_answer, record_sink, step_node};
+use super::{final_answer, record_sink, step_node};
 use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -59,7 +59,7 @@ pub fn parse_self_ask_step(reply: &str) -> SelfAskStep {
         let lower = plain.to_ascii_lowercase(); // keeps byte offsets valid in `plain`
         if lower.contains("final answer") {
             let rest: Vec<&str> = reply.lines().skip(i).collect();
-            let answer = parse_final_answer(&rest.join("\n"));
+            let answer = final_answer(&rest.join("\n"));
             if !answer.is_empty() {
                 return SelfAskStep::Final(answer);
             }
@@ -92,13 +92,10 @@ impl Strategy for SelfAsk {
             "self-ask-noir"
         }
     }
-    fn needs_retriever(&self) -> bool {
-        self.with_retrieval
-    }
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let mut pairs: Vec<(String, String)> = Vec::new();
-        let mut final_answer = None;
-        let step_params = GenParams { stop: vec!["Intermediate answer:".to_string()], ..ctx.params.clone() };
+        let mut answered = None;
+        let step_params = GenParams { stop: vec!["Intermediate answer:".to_string()], ..ctx.params().clone() };
         for step in 1..=self.opts.max_steps {
             let reply = if step == 1 && self.opts.start_with_follow_up {
                 ctx.complete_with("follow_up", None, "self_ask_first", &[("question", question)], step_params.clone())
@@ -110,27 +107,27 @@ impl Strategy for SelfAsk {
             };
             let follow_up = match parse_self_ask_step(&reply) {
                 SelfAskStep::Final(a) => {
-                    final_answer = Some(a);
+                    answered = Some(a);
                     break;
                 }
                 SelfAskStep::FollowUp(q) if !pairs.iter().any(|(p, _)| p.eq_ignore_ascii_case(&q)) => q,
                 SelfAskStep::FollowUp(_) => {
-                    ctx.rec.note("self-ask repeated a follow-up question; forcing the final answer");
+                    ctx.rec().note("self-ask repeated a follow-up question; forcing the final answer");
                     break;
                 }
                 SelfAskStep::Unclear => {
-                    ctx.rec.note("self-ask step gave neither a follow-up nor a final answer; forcing the final answer");
+                    ctx.rec().note("self-ask step gave neither a follow-up nor a final answer; forcing the final answer");
                     break;
                 }
             };
             let id = step.to_string();
             let parents: Vec<String> = if step > 1 { vec![(step - 1).to_string()] } else { Vec::new() };
             if let Some(parent) = parents.first() {
-                ctx.rec.add_edge(parent, &id);
+                ctx.rec().add_edge(parent, &id);
             }
-            ctx.rec.upsert_node(step_node(&id, &follow_up, parents));
+            ctx.rec().upsert_node(step_node(&id, &follow_up, parents));
             let (answer, decision, passages) = if self.with_retrieval {
-                let k = self.opts.k.unwrap_or(ctx.k).max(1);
+                let k = self.opts.k.unwrap_or(ctx.k()).max(1);
                 let passages = ctx.retrieve(Some(&id), &follow_up, k).await?;
                 let reply = ctx
                     .complete(
@@ -140,28 +137,28 @@ impl Strategy for SelfAsk {
                         &[("passages", &format_passages(&passages)), ("question", &follow_up)],
                     )
                     .await?;
-                (parse_final_answer(&reply), Decision::Retrieved, passages)
+                (final_answer(&reply), Decision::Retrieved, passages)
             } else {
                 let reply =
                     ctx.complete("answer_follow_up", Some(&id), "self_ask_known", &[("question", &follow_up)]).await?;
-                (parse_final_answer(&reply), Decision::Known, Vec::new())
+                (final_answer(&reply), Decision::Known, Vec::new())
             };
-            ctx.rec.update_node(&id, |n| {
+            ctx.rec().update_node(&id, |n| {
                 n.answer = Some(answer.clone());
                 n.decision = decision;
                 n.passages = passages;
             });
             pairs.push((follow_up, answer));
         }
-        let forced = final_answer.is_none();
-        let text = match final_answer {
+        let forced = answered.is_none();
+        let text = match answered {
             Some(a) => a,
             None => {
                 let pad = scratchpad(&pairs);
                 let reply = ctx
                     .complete("final", Some(SINK), "self_ask_final", &[("question", question), ("scratchpad", &pad)])
                     .await?;
-                parse_final_answer(&reply)
+                final_answer(&reply)
             }
         };
         let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };

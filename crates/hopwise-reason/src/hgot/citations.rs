@@ -20,136 +20,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hopwise_core::text::split_sentences;
 use hopwise_core::{Nli, NliLabel, Passage, Recorder};
 use serde::Serialize;
 
+pub use crate::protocol::citations::{parse_thought, split_statements, take_markers, Statement, Thought};
+
 /// Citations per statement that are scored.
 pub const MAX_CITATIONS: usize = 3;
-
-/// A sampled thought: rationale `τ` and short answer `a`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Thought {
-    pub rationale: String,
-    pub answer: String,
-}
-
-/// Byte offset of the last `answer:` label that starts a word (ASCII case-insensitive, so byte
-/// offsets carry over to the original text).
-fn last_answer_label(text: &str) -> Option<usize> {
-    let lower = text.to_ascii_lowercase();
-    let bytes = lower.as_bytes();
-    lower.match_indices("answer:").map(|(p, _)| p).filter(|&p| p == 0 || !bytes[p - 1].is_ascii_alphanumeric()).last()
-}
-
-fn strip_label<'a>(s: &'a str, labels: &[&str]) -> &'a str {
-    let t = s.trim_start().trim_start_matches(['*', '#']).trim_start();
-    for label in labels {
-        if let Some(head) = t.get(..label.len()) {
-            if head.eq_ignore_ascii_case(label) {
-                return t[label.len()..].trim_start_matches('*').trim_start();
-            }
-        }
-    }
-    t
-}
-
-/// Cleans a short answer: first non-empty line, no citation markers, no trailing full stop,
-/// quotes or emphasis.
-pub fn clean_short_answer(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let (without_markers, _) = take_markers(line);
-    without_markers
-        .trim()
-        .trim_matches(|c: char| matches!(c, '*' | '"' | '\'' | '`'))
-        .trim_end_matches(['.', '!'])
-        .trim()
-        .to_string()
-}
-
-/// The answer after the last `the answer is` (ASCII case-insensitive, so offsets are safe).
-fn answer_after_marker(text: &str) -> Option<String> {
-    let p = text.to_ascii_lowercase().rfind("the answer is")?;
-    let rest =
-        text[p + "the answer is".len()..].trim_start_matches(|c: char| c == ':' || c == '-' || c.is_whitespace());
-    let answer = clean_short_answer(rest);
-    (!answer.is_empty()).then_some(answer)
-}
-
-/// Reads a reply written as `Rationale: … Answer: …`. Without an `Answer:` label the answer is
-/// taken from a `the answer is X` sentence, else it is empty (the sample then takes no part in the
-/// vote). Never fails.
-pub fn parse_thought(reply: &str) -> Thought {
-    let (rationale, answer) = match last_answer_label(reply) {
-        Some(p) => {
-            let before = reply[..p].trim_end();
-            let before = ["final", "short"]
-                .iter()
-                .find_map(|w| {
-                    let cut = before.len().checked_sub(w.len())?;
-                    let tail = before.get(cut..)?;
-                    tail.eq_ignore_ascii_case(w).then(|| &before[..cut])
-                })
-                .unwrap_or(before);
-            (before.to_string(), clean_short_answer(&reply[p + "answer:".len()..]))
-        }
-        None => (reply.to_string(), answer_after_marker(reply).unwrap_or_default()),
-    };
-    let rationale = strip_label(&rationale, &["rationale:", "reasoning:", "reason:"]);
-    Thought { rationale: rationale.split_whitespace().collect::<Vec<_>>().join(" "), answer }
-}
-
-/// Removes `[n]`, `[n, m]` and `[n][m]` markers; returns the text and the numbers in order of
-/// appearance (duplicates removed). Brackets holding anything but digits, commas and spaces are
-/// left alone.
-pub fn take_markers(text: &str) -> (String, Vec<usize>) {
-    let mut out = String::with_capacity(text.len());
-    let mut numbers: Vec<usize> = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find(']') {
-            Some(close) if close > 0 && after[..close].chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ') => {
-                for n in after[..close].split([',', ' ']).filter_map(|t| t.parse::<usize>().ok()) {
-                    if !numbers.contains(&n) {
-                        numbers.push(n);
-                    }
-                }
-                rest = &after[close + 1..];
-            }
-            _ => {
-                out.push('[');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    (out.split_whitespace().collect::<Vec<_>>().join(" ").replace(" .", "."), numbers)
-}
-
-/// One statement of a rationale.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Statement {
-    /// The claim without its markers (the NLI hypothesis).
-    pub claim: String,
-    /// Passage numbers as written (1-based), distinct, in order.
-    pub citations: Vec<usize>,
-}
-
-/// Splits a rationale into statements (sentences, also split at line breaks), each with the
-/// markers that follow it. Marker-only fragments are dropped.
-pub fn split_statements(rationale: &str) -> Vec<Statement> {
-    rationale
-        .lines()
-        .flat_map(split_sentences)
-        .filter_map(|sentence| {
-            let (claim, citations) = take_markers(&sentence);
-            let has_words = claim.chars().any(char::is_alphanumeric);
-            has_words.then_some(Statement { claim, citations })
-        })
-        .collect()
-}
 
 /// Per-question NLI access for citation scoring: cache, counter, cap.
 pub struct Judge {

@@ -14,7 +14,7 @@ impl Run<'_> {
         let opts = &self.hgot.opts;
         let k = opts.demo_count;
         if opts.demo_selection == DemoSelection::Knn {
-            match &self.ctx.embedder {
+            match self.ctx.embedder() {
                 Some(embedder) => match self.embedded_knn(embedder.as_ref(), question, k).await {
                     Ok(picked) => return picked,
                     Err(e) => self.note_demo_fallback(&format!("the embedder failed ({e})")),

@@ -1,4 +1,4 @@
-//! HGOT — Hierarchical Graph of Thoughts (METHODS.md §3).
+//! HGOT — Hierarchical Graph of Thoughts.
 //!
 //! ```text
 //! TRAVERSE(q, depth):
@@ -29,13 +29,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use hopwise_core::trace::SINK;
-use hopwise_core::{Decision, Error as CoreError, NodeTrace, Passage};
+use hopwise_core::{Decision, NodeTrace, Passage};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::ctx::Ctx;
 use crate::error::{ReasonError, Result};
-use crate::nli_judge::LlmNli;
 use crate::strategy::{Answer, Strategy};
 
 pub mod citations;
@@ -44,7 +43,7 @@ mod fewshot;
 pub mod options;
 mod planning;
 mod search;
-pub mod steps;
+pub use crate::protocol::steps;
 mod thinking;
 pub mod vote;
 
@@ -131,11 +130,6 @@ struct Run<'a> {
     demo_fallback_noted: AtomicBool,
 }
 
-/// Backend and budget failures degrade to a best-effort answer; template and configuration errors
-/// are the caller's to fix.
-fn degrades(e: &ReasonError) -> bool {
-    matches!(e, ReasonError::Core(CoreError::Backend { .. } | CoreError::Budget(_)))
-}
 
 /// Sets `extra[key] = value` on a node, making `extra` an object if needed.
 fn set_extra(node: &mut NodeTrace, key: &str, value: Value) {
@@ -175,7 +169,7 @@ impl Run<'_> {
 
     fn stop(&self, id: &str, reason: &str, detail: Value, probe: &Outcome) {
         let answer = probe.answer.clone();
-        self.ctx.rec.update_node(id, |n| {
+        self.ctx.rec().update_node(id, |n| {
             set_extra(n, "stop", json!({ "reason": reason, "detail": detail }));
             n.decision = if answer.is_empty() { Decision::Unresolved } else { Decision::Retrieved };
             n.answer = Some(answer);
@@ -187,9 +181,9 @@ impl Run<'_> {
         Box::pin(async move {
             let probe = match self.probe(&question, &id).await {
                 Ok(p) => p,
-                Err(e) if degrades(&e) => {
-                    self.ctx.rec.best_effort(format!("node {id}: probe failed ({e})"));
-                    self.ctx.rec.update_node(&id, |n| {
+                Err(e) if !e.is_fatal() => {
+                    self.ctx.rec().best_effort(format!("node {id}: probe failed ({e})"));
+                    self.ctx.rec().update_node(&id, |n| {
                         n.decision = Decision::Unresolved;
                         n.best_effort = true;
                         n.answer = Some(String::new());
@@ -198,18 +192,18 @@ impl Run<'_> {
                 }
                 Err(e) => return Err(e),
             };
-            let max_depth = self.hgot.opts.max_depth.min(self.ctx.budget.max_depth);
+            let max_depth = self.hgot.opts.max_depth.min(self.ctx.budget().max_depth);
             if depth >= max_depth {
                 self.stop(&id, "max_depth", json!({ "depth": depth, "max_depth": max_depth }), &probe);
                 return Ok(probe);
             }
             // Each PLAN takes one expansion from the question's `r_max` budget.
             if !self.ctx.try_expand() {
-                self.ctx.rec.note(format!(
+                self.ctx.rec().note(format!(
                     "node {id}: r_max = {} expansions used; answering from the probe",
-                    self.ctx.budget.r_max
+                    self.ctx.budget().r_max
                 ));
-                self.stop(&id, "r_max", json!({ "r_max": self.ctx.budget.r_max }), &probe);
+                self.stop(&id, "r_max", json!({ "r_max": self.ctx.budget().r_max }), &probe);
                 return Ok(probe);
             }
             let plan = match self.plan(&question, &id, &probe.passages).await {
@@ -218,8 +212,8 @@ impl Run<'_> {
                     self.stop(&id, "no_steps", Value::Null, &probe);
                     return Ok(probe);
                 }
-                Err(e) if degrades(&e) => {
-                    self.ctx.rec.best_effort(format!("node {id}: planning failed ({e}); kept the probe's answer"));
+                Err(e) if !e.is_fatal() => {
+                    self.ctx.rec().best_effort(format!("node {id}: planning failed ({e}); kept the probe's answer"));
                     self.stop(&id, "plan_failed", json!(e.to_string()), &probe);
                     return Ok(probe);
                 }
@@ -232,14 +226,14 @@ impl Run<'_> {
                     return Ok(probe);
                 }
                 self.ctx
-                    .rec
+                    .rec()
                     .update_node(&id, |n| set_extra(n, "stop", json!({ "reason": "continue", "detail": test })));
             }
             let solved = self.search(&id, depth, &plan).await?;
             match self.infer(&question, &id, &probe, &solved).await {
                 Ok(outcome) => Ok(outcome),
-                Err(e) if degrades(&e) => {
-                    self.ctx.rec.best_effort(format!("node {id}: infer failed ({e}); kept the probe's answer"));
+                Err(e) if !e.is_fatal() => {
+                    self.ctx.rec().best_effort(format!("node {id}: infer failed ({e}); kept the probe's answer"));
                     let passages = merge_passages(
                         probe.passages.iter().cloned().chain(solved.iter().flat_map(|s| s.outcome.passages.clone())),
                     );
@@ -258,25 +252,17 @@ impl Strategy for Hgot {
         "hgot"
     }
 
-    fn needs_retriever(&self) -> bool {
-        true
-    }
-
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        let nli: Arc<dyn hopwise_core::Nli> = match &ctx.nli {
-            Some(nli) => nli.clone(),
-            // One judge per question, so its pair cache lives exactly as long as the question.
-            None => Arc::new(LlmNli::new(ctx.llm.clone(), ctx.prompts.clone()).with_recorder(ctx.rec.clone())),
-        };
+        let nli = ctx.nli();
         let run = Run {
             hgot: self,
             ctx,
-            judge: citations::Judge::new(nli, ctx.rec.clone(), self.opts.max_nli_calls),
+            judge: citations::Judge::new(nli, ctx.rec().clone(), self.opts.max_nli_calls),
             sigma_history: Mutex::new(Vec::new()),
             stop_method: Mutex::new(None),
             demo_fallback_noted: AtomicBool::new(false),
         };
-        ctx.rec.upsert_node(NodeTrace {
+        ctx.rec().upsert_node(NodeTrace {
             id: SINK.to_string(),
             question: question.to_string(),
             extra: json!({ "layer": 0 }),
@@ -285,7 +271,7 @@ impl Strategy for Hgot {
         let outcome = run.traverse(question.to_string(), SINK.to_string(), 0).await;
         let history = run.sigma_history.lock().map(|h| h.clone()).unwrap_or_default();
         let stop_method = run.stop_method.lock().ok().and_then(|m| m.clone());
-        ctx.rec.set_extra(json!({
+        ctx.rec().set_extra(json!({
             "options": self.opts,
             "nli": run.judge.name(),
             "nli_calls": run.judge.calls(),
@@ -295,7 +281,7 @@ impl Strategy for Hgot {
         }));
         let outcome = outcome?;
         if outcome.answer.is_empty() {
-            ctx.rec.best_effort("no thought gave an answer");
+            ctx.rec().best_effort("no thought gave an answer");
         }
         Ok(Answer { text: outcome.answer, rationale: outcome.rationale })
     }
@@ -305,7 +291,7 @@ impl Run<'_> {
     /// Whether the demonstration selection fell back to word overlap (noted once per question).
     fn note_demo_fallback(&self, why: &str) {
         if !self.demo_fallback_noted.swap(true, Ordering::SeqCst) {
-            self.ctx.rec.note(format!("demonstrations selected by word overlap: {why}"));
+            self.ctx.rec().note(format!("demonstrations selected by word overlap: {why}"));
         }
     }
 }

@@ -39,7 +39,7 @@ pub(super) struct SimilarityTest {
 impl Run<'_> {
     fn record_repairs(&self, repairs: &[Repair]) {
         for r in repairs {
-            self.ctx.rec.repair(r.clone());
+            self.ctx.rec().repair(r.clone());
         }
     }
 
@@ -67,12 +67,12 @@ impl Run<'_> {
         self.record_repairs(&steps.repairs);
         let mut record = json!({ "reply": reply, "steps": steps.texts });
         if steps.is_empty() {
-            self.ctx.rec.repair(Repair {
+            self.ctx.rec().repair(Repair {
                 stage: Self::stage("plan", id),
                 rule: "no_steps".into(),
                 detail: "the plan listed no step; the probe's answer stands".into(),
             });
-            self.ctx.rec.update_node(id, |n| set_extra(n, "plan", record));
+            self.ctx.rec().update_node(id, |n| set_extra(n, "plan", record));
             return Ok(None);
         }
 
@@ -94,7 +94,7 @@ impl Run<'_> {
                     sentences = reflected;
                     source = "self_reflect";
                 } else {
-                    self.ctx.rec.repair(Repair {
+                    self.ctx.rec().repair(Repair {
                         stage: Self::stage("self_reflect", id),
                         rule: "unreadable_dependencies".into(),
                         detail: "the reflection named no dependency and no \"none\"; the plan's sentences are used"
@@ -121,7 +121,7 @@ impl Run<'_> {
                 let edges = parse_formal_edges(&formal);
                 let from_sentences = parse_dependency_sentences(&sentences);
                 if edges.is_empty() && !from_sentences.is_empty() {
-                    self.ctx.rec.repair(Repair {
+                    self.ctx.rec().repair(Repair {
                         stage: Self::stage("formalize", id),
                         rule: "formalize_unreadable".into(),
                         detail: "no arrow could be read; the dependency sentences were parsed directly".into(),
@@ -139,7 +139,7 @@ impl Run<'_> {
                 parse_dependency_sentences(&sentences)
             };
             if raw.is_empty() && !explicit_none {
-                self.ctx.rec.repair(Repair {
+                self.ctx.rec().repair(Repair {
                     stage: Self::stage("plan", id),
                     rule: "no_dependencies_read".into(),
                     detail: "no dependency could be read; the steps are searched independently".into(),
@@ -151,7 +151,7 @@ impl Run<'_> {
             record["edges_from"] = json!(source);
         }
         record["edges"] = json!(deps.edges);
-        self.ctx.rec.update_node(id, |n| set_extra(n, "plan", record));
+        self.ctx.rec().update_node(id, |n| set_extra(n, "plan", record));
         Ok(Some(Plan { steps, deps }))
     }
 
@@ -160,7 +160,7 @@ impl Run<'_> {
     pub(super) async fn single_step_similarity(&self, question: &str, step: &str) -> SimilarityTest {
         let opts = &self.hgot.opts;
         let mut fallback_reason = "no embedder configured".to_string();
-        if let Some(embedder) = &self.ctx.embedder {
+        if let Some(embedder) = self.ctx.embedder() {
             match embedder.embed(&[question.to_string(), step.to_string()]).await {
                 Ok(v) if v.len() == 2 => {
                     let test = SimilarityTest {
@@ -192,6 +192,6 @@ impl Run<'_> {
         *m = Some(method.to_string());
         drop(m);
         let why = fallback.map(|f| format!(" ({f})")).unwrap_or_default();
-        self.ctx.rec.note(format!("STOP similarity: {method}, threshold {threshold}{why}"));
+        self.ctx.rec().note(format!("STOP similarity: {method}, threshold {threshold}{why}"));
     }
 }

@@ -15,7 +15,7 @@ impl Run<'_> {
     /// SEARCH: the plan's steps as a DAG run by the executor (independent steps concurrently);
     /// each step with dependencies is rewritten with their answers, then traversed one layer down.
     pub(super) async fn search(&self, parent: &str, depth: u32, plan: &planning::Plan) -> Result<Vec<StepOutcome>> {
-        let rec = &self.ctx.rec;
+        let rec = &self.ctx.rec();
         let mut dag = Dag::new();
         let mut children = Vec::new();
         for (i, text) in plan.steps.texts.iter().enumerate().map(|(i, t)| (i + 1, t)) {
@@ -96,15 +96,15 @@ impl Run<'_> {
                     .trim()
                     .to_string();
                 if rewritten.is_empty() {
-                    self.ctx.rec.note(format!("node {}: the rewrite was empty; kept the step as written", task.id));
+                    self.ctx.rec().note(format!("node {}: the rewrite was empty; kept the step as written", task.id));
                     return task.question.clone();
                 }
                 let r = rewritten.clone();
-                self.ctx.rec.update_node(&task.id, |n| n.rewritten = Some(r));
+                self.ctx.rec().update_node(&task.id, |n| n.rewritten = Some(r));
                 rewritten
             }
             Err(e) => {
-                self.ctx.rec.note(format!("node {}: rewrite failed ({e}); kept the step as written", task.id));
+                self.ctx.rec().note(format!("node {}: rewrite failed ({e}); kept the step as written", task.id));
                 task.question.clone()
             }
         }
@@ -148,13 +148,13 @@ impl Run<'_> {
             map.insert("ranked".into(), Value::Array(ranked));
         }
         let (answer, confidence, rationale, decision) = if thought.vote.answer.is_empty() {
-            self.ctx.rec.note(format!("node {id}: no inferred thought gave an answer; kept the probe's answer"));
+            self.ctx.rec().note(format!("node {id}: no inferred thought gave an answer; kept the probe's answer"));
             (probe.answer.clone(), probe.confidence, probe.rationale.clone(), Decision::Unresolved)
         } else {
             (thought.vote.answer.clone(), thought.vote.confidence, thought.best_rationale(), Decision::Decomposed)
         };
         let a = answer.clone();
-        self.ctx.rec.update_node(id, |n| {
+        self.ctx.rec().update_node(id, |n| {
             set_extra(n, "infer", record);
             n.answer = Some(a);
             n.decision = decision;

@@ -90,7 +90,7 @@ impl Run<'_> {
             self.separate_samples(purpose, node, &prompt).await?
         };
         if texts.len() < opts.samples as usize {
-            self.ctx.rec.note(format!("node {node}: {purpose} got {} of {} samples", texts.len(), opts.samples));
+            self.ctx.rec().note(format!("node {node}: {purpose} got {} of {} samples", texts.len(), opts.samples));
         }
         let mut samples = Vec::with_capacity(texts.len());
         for (i, raw) in texts.into_iter().enumerate() {
@@ -98,7 +98,7 @@ impl Run<'_> {
             let citations = score_citations(&thought.rationale, passages, &self.judge, opts.uncited_entailment).await;
             let dangling: Vec<usize> = citations.statements.iter().flat_map(|s| s.dangling.iter().copied()).collect();
             if !dangling.is_empty() {
-                self.ctx.rec.repair(Repair {
+                self.ctx.rec().repair(Repair {
                     stage: Self::stage(purpose, node),
                     rule: "dangling_citation".into(),
                     detail: format!(
@@ -126,8 +126,8 @@ impl Run<'_> {
             top_p: 1.0,
             max_tokens: THOUGHT_MAX_TOKENS,
             // A different seed per request, so a seeded backend does not repeat itself.
-            seed: self.ctx.params.seed.map(|s| s.wrapping_add(offset)),
-            ..self.ctx.params.clone()
+            seed: self.ctx.params().seed.map(|s| s.wrapping_add(offset)),
+            ..self.ctx.params().clone()
         }
     }
 
@@ -144,7 +144,7 @@ impl Run<'_> {
                 Ok(reply) => texts.extend(reply.choices.iter().take(missing as usize).map(|c| c.text.clone())),
                 Err(e) if attempt == 0 => return Err(e),
                 Err(e) => {
-                    self.ctx.rec.note(format!("node {node}: topping up the {purpose} samples failed ({e})"));
+                    self.ctx.rec().note(format!("node {node}: topping up the {purpose} samples failed ({e})"));
                     break;
                 }
             }
@@ -208,10 +208,10 @@ impl Run<'_> {
     /// PROBE: retrieve for `question`, sample cited thoughts, vote, update σ. A failed retrieval
     /// is noted and the thoughts are written without passages.
     pub(super) async fn probe(&self, question: &str, id: &str) -> Result<Outcome> {
-        let passages = match self.ctx.retrieve(Some(id), question, self.ctx.k).await {
+        let passages = match self.ctx.retrieve(Some(id), question, self.ctx.k()).await {
             Ok(p) => p,
             Err(ReasonError::Core(e)) => {
-                self.ctx.rec.note(format!("node {id}: retrieval failed ({e}); probing without passages"));
+                self.ctx.rec().note(format!("node {id}: retrieval failed ({e}); probing without passages"));
                 Vec::new()
             }
             Err(e) => return Err(e),
@@ -225,7 +225,7 @@ impl Run<'_> {
             .collect();
         self.log_initial(id, &scored);
         let ps = passages.clone();
-        self.ctx.rec.update_node(id, |n| n.passages = ps);
+        self.ctx.rec().update_node(id, |n| n.passages = ps);
 
         let demos = self.thought_demos(question).await;
         let prompt = self.ctx.render(
@@ -237,7 +237,7 @@ impl Run<'_> {
         let record = thought.to_json(&passages);
         let answer = thought.vote.answer.clone();
         let a = answer.clone();
-        self.ctx.rec.update_node(id, |n| {
+        self.ctx.rec().update_node(id, |n| {
             set_extra(n, "probe", record);
             n.answer = Some(a);
         });

@@ -61,6 +61,20 @@ async fn ask(
         .expect("runs")
 }
 
+/// The paper's protocol: the `NO!` gate, greedy readings and summary, critique of any list.
+fn paper() -> StrategyOptions {
+    let mut o = StrategyOptions::default();
+    o.set("gate", serde_json::json!("no"));
+    o.set("samples", serde_json::json!(1));
+    o.set("critique_min", serde_json::json!(2));
+    o
+}
+
+fn with(mut o: StrategyOptions, key: &str, value: serde_json::Value) -> StrategyOptions {
+    o.set(key, value);
+    o
+}
+
 fn purposes(t: &Trace) -> Vec<String> {
     t.events
         .iter()
@@ -73,7 +87,7 @@ fn purposes(t: &Trace) -> Vec<String> {
 
 #[tokio::test]
 async fn bridge_question_resolves_known_then_retrieved() {
-    let t = ask("toqd", StrategyOptions::default(), bridge_model(), Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", paper(), bridge_model(), Some(corpus()), Budget::default()).await;
     assert_eq!(t.answer, "Rush");
     assert!(t.rationale.is_some());
     let n1 = t.node("1").expect("node 1");
@@ -108,9 +122,9 @@ async fn bridge_question_resolves_known_then_retrieved() {
 #[tokio::test]
 async fn a_bare_yes_summary_to_a_which_question_falls_back_to_the_graph_answer() {
     let llm = bridge_model_summarising("Answer: Yes\nReason: Rush released Counterparts.");
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", paper(), llm, Some(corpus()), Budget::default()).await;
     assert_eq!(t.answer, "Neil Peart", "the sink node's answer, not `Yes`");
-    assert_eq!(t.rationale.as_deref(), Some("Rush released Counterparts."));
+    assert_eq!(t.rationale, None, "the reason of an unusable summary is not kept");
     assert!(t.repairs.iter().any(|r| r.stage == "summary" && r.rule == "summary_unanswered"), "{:?}", t.repairs);
 }
 
@@ -149,7 +163,7 @@ async fn sub_questions_that_restate_the_question_or_each_other_are_dropped() {
         .on_fn(SELF_VERIFY, |p, _| if p.contains("Counterparts") { "Rush".into() } else { "NO!".into() })
         .on(WITH_CONTEXT, "Neil Peart")
         .on(SUMMARY, "Answer: Rush");
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", paper(), llm, Some(corpus()), Budget::default()).await;
     let prompt = critiqued.lock().expect("lock").clone();
     assert!(prompt.contains("2. Who was the drummer of that band?"), "{prompt}");
     assert!(!prompt.contains("\n3. "), "two restatements dropped before the critique: {prompt}");
@@ -307,4 +321,185 @@ async fn bare_no_to_a_wh_question_and_run_on_subquestions_are_not_accepted() {
     let n1 = t.node("1").expect("node 1");
     assert_eq!(n1.decision, Decision::Retrieved, "a bare `No` to a which-question is not an answer");
     assert_eq!(n1.answer.as_deref(), Some("Rush"));
+}
+
+/// The uncertainty gate: node 1's sampled closed-book answers agree (known, no retrieval); node 2's
+/// disagree (U > θ), so it retrieves; the readings and the summary are voted, and the answer carries
+/// the summary's vote share.
+fn sampling_model() -> ScriptedLlm {
+    sampling_model_after(ScriptedLlm::new())
+}
+
+/// [`sampling_model`] behind the rules `first` already has (the first matching rule answers).
+fn sampling_model_after(first: ScriptedLlm) -> ScriptedLlm {
+    first
+        .on(DECOMPOSE, "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
+        .on(CONSTRUCT, "1 -> 2\n2 -> Q")
+        .on(REWRITE, "Who was the drummer of Rush?")
+        .on_fn(SELF_VERIFY, |p, i| if p.contains("Counterparts") { "Rush".into() } else { format!("Drummer{i}") })
+        .on(WITH_CONTEXT, "Neil Peart")
+        .on_fn(SUMMARY, |_, i| if i < 4 { "Answer: Rush\nReason: facts.".into() } else { "Answer: Yes".into() })
+}
+
+#[tokio::test]
+async fn the_uncertainty_gate_retrieves_only_where_samples_disagree() {
+    let t = ask("toqd", StrategyOptions::default(), sampling_model(), Some(corpus()), Budget::default()).await;
+    let n1 = t.node("1").expect("node 1");
+    let n2 = t.node("2").expect("node 2");
+    assert_eq!((n1.decision, n1.answer.as_deref()), (Decision::Known, Some("Rush")));
+    assert_eq!(n1.extra["gate"]["decision"], "known");
+    assert_eq!(n1.extra["gate"]["samples"].as_array().map(Vec::len), Some(5));
+    assert_eq!(n1.extra["gate"]["uncertainty"].as_f64(), Some(0.0));
+    assert_eq!(n1.extra["confidence"].as_f64(), Some(1.0));
+    assert_eq!((n2.decision, n2.answer.as_deref()), (Decision::Retrieved, Some("Neil Peart")));
+    assert_eq!(n2.extra["gate"]["decision"], "retrieve");
+    let u = n2.extra["gate"]["uncertainty"].as_f64().expect("U");
+    assert!(u > n2.extra["gate"]["threshold"].as_f64().expect("θ"), "{u}");
+    assert_eq!(n2.extra["reading"]["accepted"], true);
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(t.confidence, Some(0.8), "4 of 5 summaries say Rush");
+    // Two items: no critique. One request per gate decision, reading and summary.
+    assert_eq!(
+        purposes(&t),
+        [
+            "decompose",
+            "construct",
+            "uncertainty_samples",
+            "rewrite",
+            "uncertainty_samples",
+            "self_verify_context",
+            "summary"
+        ]
+    );
+    assert_eq!(t.stats.retrieval_rounds, 1);
+}
+
+#[tokio::test]
+async fn a_weak_vote_over_the_passages_sends_the_node_to_decomposition() {
+    let llm = sampling_model_after(
+        ScriptedLlm::new().on(DECOMPOSE_NODE, "1. Who played drums on Counterparts?").on_fn(WITH_CONTEXT, |p, i| {
+            if p.contains("Question: Who was the drummer of Rush?") {
+                format!("Name{i}")
+            } else {
+                "Neil Peart".into()
+            }
+        }),
+    );
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let n2 = t.node("2").expect("node 2");
+    assert_eq!(n2.decision, Decision::Decomposed);
+    assert_eq!(n2.extra["reading"]["accepted"], false);
+    assert!(n2.extra["reading"]["confidence"].as_f64().expect("share") < 0.5);
+    assert!(t.node("2.1").is_some(), "the child graph was spliced in");
+}
+
+#[tokio::test]
+async fn the_both_gate_retrieves_on_no_without_sampling() {
+    // The greedy self-verification (sample 0 of a one-sample request) says NO!; samples would agree.
+    let llm =
+        sampling_model_after(
+            ScriptedLlm::new().on_fn(SELF_VERIFY, |_, i| if i == 0 { "NO!".into() } else { "Rush".into() }),
+        );
+    let opts = with(StrategyOptions::default(), "gate", serde_json::json!("both"));
+    let t = ask("toqd", opts, llm, Some(corpus()), Budget::default()).await;
+    let n1 = t.node("1").expect("node 1");
+    assert_eq!(n1.decision, Decision::Retrieved);
+    let node_1_calls: Vec<String> = t
+        .events
+        .iter()
+        .filter(|e| e.node_id.as_deref() == Some("1"))
+        .filter_map(|e| match &e.kind {
+            EventKind::LlmCall { purpose, .. } => Some(purpose.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(node_1_calls, ["self_verify", "self_verify_context"], "NO! retrieves at once");
+}
+
+#[tokio::test]
+async fn a_rewrite_that_restates_the_main_question_is_not_used() {
+    let question = "Which Canadian rock band released Counterparts and had a Hall of Fame drummer?";
+    let llm = sampling_model_after(ScriptedLlm::new().on(REWRITE, question));
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let n2 = t.node("2").expect("node 2");
+    assert_eq!(n2.rewritten.as_deref(), Some("Who was the drummer of that band? (Rush)"));
+    assert!(t.repairs.iter().any(|r| r.rule == "rewrite_restated_question"), "{:?}", t.repairs);
+}
+
+#[tokio::test]
+async fn a_leaf_that_lost_the_entity_searches_with_the_questions_names() {
+    let llm = sampling_model_after(
+        ScriptedLlm::new()
+            .on(DECOMPOSE, "1. Who was the drummer?\n2. Which band released the song Counterparts?")
+            .on(CONSTRUCT, "1 -> Q\n2 -> Q"),
+    );
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let queries: Vec<&str> = t
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Retrieval { query, .. } => Some(query.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        queries.iter().any(|q| q.starts_with("Who was the drummer? ") && q.contains("Counterparts")),
+        "{queries:?}"
+    );
+    assert!(t.repairs.iter().any(|r| r.rule == "query_keeps_entities"));
+}
+
+#[tokio::test]
+async fn the_summary_asks_for_the_thing_itself_unless_the_question_is_yes_no() {
+    let llm = sampling_model();
+    let _ = ask("toqd", StrategyOptions::default(), llm.clone(), Some(corpus()), Budget::default()).await;
+    let summary = llm.calls().into_iter().find(|p| p.contains(SUMMARY)).expect("summary prompt");
+    assert!(summary.contains("name, date, number") && !summary.contains("yes or no"), "{summary}");
+
+    let llm = sampling_model();
+    let s = build("toqd", &StrategyOptions::default()).expect("toqd");
+    let ctx = Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), Recorder::new("q", "toqd"))
+        .with_retriever(Some(Arc::new(corpus()) as Arc<dyn Retriever>));
+    let _ = run(s.as_ref(), &ctx, "Did the band that released Counterparts have a Hall of Fame drummer?").await;
+    let summary = llm.calls().into_iter().find(|p| p.contains(SUMMARY)).expect("summary prompt");
+    assert!(summary.contains("with yes or no"), "{summary}");
+}
+
+#[tokio::test]
+async fn gate_options_are_validated() {
+    for (key, value) in [
+        ("samples", serde_json::json!(0)),
+        ("read_temperature", serde_json::json!(0.0)),
+        ("min_confidence", serde_json::json!(1.5)),
+        ("uncertainty", serde_json::json!("numsets")),
+        ("gate", serde_json::json!("sometimes")),
+    ] {
+        let opts = with(StrategyOptions::default(), key, value.clone());
+        assert!(build("toqd", &opts).is_err(), "{key} = {value} must be refused");
+    }
+    // One sample is fine with the NO! gate (the paper's greedy protocol), not with a sampling gate.
+    assert!(build("toqd", &with(paper(), "samples", serde_json::json!(1))).is_ok());
+    assert!(build("toqd", &with(StrategyOptions::default(), "samples", serde_json::json!(1))).is_err());
+}
+
+/// Time and token budgets stop further model calls; the question still gets the best answer found
+/// so far, marked best-effort, and the trace says which budget ran out.
+#[tokio::test]
+async fn time_and_token_budgets_end_the_question_best_effort() {
+    let slow = paper_model_with_latency(Duration::from_millis(150));
+    let budget = Budget { max_seconds: Some(0.5), ..Budget::default() };
+    let t = ask("toqd", paper(), slow, Some(corpus()), budget).await;
+    assert!(t.best_effort, "{:?}", t.notes);
+    assert!(t.notes.iter().any(|n| n.contains("max_seconds")), "{:?}", t.notes);
+    assert!(t.stats.llm_calls < 8, "the full run makes 8 calls; the budget stopped it at {}", t.stats.llm_calls);
+    assert!(t.stats.wall_ms < 2_000);
+
+    let budget = Budget { max_tokens: Some(60), ..Budget::default() };
+    let t = ask("toqd", paper(), bridge_model(), Some(corpus()), budget).await;
+    assert!(t.best_effort && t.notes.iter().any(|n| n.contains("max_tokens")), "{:?}", t.notes);
+    assert!(t.stats.prompt_tokens + t.stats.completion_tokens < 60 + 200, "stopped soon after 60 tokens");
+}
+
+fn paper_model_with_latency(latency: Duration) -> ScriptedLlm {
+    bridge_model().latency(latency)
 }

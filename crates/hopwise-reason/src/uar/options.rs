@@ -104,7 +104,12 @@ pub struct UncertaintyGate {
 
 impl UncertaintyGate {
     pub fn from_options(o: &UarOptions) -> Result<Self> {
-        let invalid = |m: String| Err(ReasonError::InvalidOption(format!("strategy `uar`: {m}")));
+        Self::for_strategy("uar", o)
+    }
+
+    /// Validates the gate settings of `strategy` (error messages name it).
+    pub fn for_strategy(strategy: &str, o: &UarOptions) -> Result<Self> {
+        let invalid = |m: String| Err(ReasonError::InvalidOption(format!("strategy `{strategy}`: {m}")));
         let estimator = o.uncertainty;
         let samples = o.samples.unwrap_or(if estimator == Estimator::Ecc { 10 } else { 5 });
         if samples < 2 {

@@ -5,9 +5,11 @@ use hopwise_core::scripted::ScriptedLlm;
 use hopwise_core::{BackendErrorKind, NliVerdict, Prompts, Recorder, Retriever, Trace};
 use serde_json::Value;
 
+use hopwise_core::Error as CoreError;
+
 use super::*;
 use crate::strategy::{build, run, StrategyOptions};
-use crate::uncertainty::degree_uncertainty;
+use crate::uncertainty::{degree_uncertainty, jaccard_matrix, Estimator};
 
 /// Needles that identify each prompt.
 const NEXT: &str = "Write only the next sentence.";
@@ -229,7 +231,35 @@ async fn nli_similarity_uses_the_judge() {
     assert_eq!(trace.stats.nli_calls, 20, "5 distinct samples, 20 ordered pairs; step 2 agrees textually");
     let judge_calls = llm.calls().iter().filter(|c| c.contains("Statement A:")).count();
     assert_eq!(judge_calls, 20);
+    assert_eq!(judge_events(&trace), 20, "every judgement is an llm_call event of the question");
+    assert_eq!(trace.stats.llm_calls, llm.calls().len() as u64, "judge calls count as the question's calls");
     assert_eq!(trace.answer, "Lyon");
+}
+
+fn judge_events(trace: &Trace) -> usize {
+    trace
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, hopwise_core::EventKind::LlmCall { purpose, .. } if purpose == "nli_judge"))
+        .count()
+}
+
+#[tokio::test]
+async fn nli_judge_calls_are_stopped_by_max_llm_calls() {
+    // Step 1 makes 2 calls (temporary sentence, samples), then asks the judge for 20 pairs; with 12
+    // calls allowed only 10 judgements get through, the estimate falls back to Jaccard, and the
+    // sub-query the fallback asks for is refused.
+    let llm = ScriptedLlm::new().on("Statement A:", "entail").on_fn(NEXT, |_, i| distinct_sentence(i));
+    let s = build("uar", &options(serde_json::json!({ "uncertainty": "deg-nli" }))).expect("valid");
+    let ctx = Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), Recorder::new("Q?", "uar"))
+        .with_retriever(Some(Arc::new(RecordingRetriever::default())))
+        .with_budget(crate::ctx::Budget { max_llm_calls: 12, ..Default::default() });
+    let trace = run(s.as_ref(), &ctx, "Where was the director of Film X born?").await.expect("trace");
+    assert_eq!(trace.stats.llm_calls, 12);
+    assert_eq!(llm.calls().len(), 12, "no call reached the backend past the budget");
+    assert_eq!(judge_events(&trace), 10);
+    assert!(trace.notes.iter().any(|n| n.contains("fell back to Jaccard") && n.contains("max_llm_calls = 12")));
+    assert!(trace.best_effort);
 }
 
 #[tokio::test]
@@ -415,7 +445,7 @@ fn bad_options_are_clear_errors() {
         let s = build(name, &StrategyOptions::default()).expect("defaults are valid");
         assert_eq!(s.name(), name);
         assert!(s.needs_retriever());
-        assert!(crate::strategy::CATALOG.iter().any(|(n, _)| *n == name));
+        assert!(crate::strategy::spec(name).is_ok());
     }
     for est in Estimator::ALL {
         let s = build("uar", &options(serde_json::json!({ "uncertainty": est }))).expect("default threshold fits");
@@ -437,12 +467,12 @@ fn parses_sentences_markers_and_search_requests() {
     assert_eq!(first_sentence("Steps so far: none"), "Steps so far: none");
     assert_eq!(first_sentence("Ünïcode first. second"), "Ünïcode first.");
 
-    assert_eq!(parse_answer_marker("So the answer is: Lyon."), Some("Lyon".into()));
-    assert_eq!(parse_answer_marker("so THE ANSWER IS **Washington, D.C.**"), Some("Washington, D.C".into()));
-    assert_eq!(parse_answer_marker("Answer: yes"), Some("yes".into()));
-    assert_eq!(parse_answer_marker("Thus, the answer is \"1984\"."), Some("1984".into()));
-    assert_eq!(parse_answer_marker("So the answer is: ."), None);
-    assert_eq!(parse_answer_marker("Film X was directed by Jane Doe."), None);
+    assert_eq!(marked_answer("So the answer is: Lyon."), Some("Lyon".into()));
+    assert_eq!(marked_answer("so THE ANSWER IS **Washington, D.C.**"), Some("Washington, D.C".into()));
+    assert_eq!(marked_answer("Answer: yes"), Some("yes".into()));
+    assert_eq!(marked_answer("Thus, the answer is \"1984\"."), Some("1984".into()));
+    assert_eq!(marked_answer("So the answer is: ."), None);
+    assert_eq!(marked_answer("Film X was directed by Jane Doe."), None);
 
     assert_eq!(parse_search_request("X was [Search(Who directed X?)] ok"), Some("Who directed X?".into()));
     assert_eq!(parse_search_request("[search(\"When did Y die?\")]"), Some("When did Y die?".into()));

@@ -141,15 +141,15 @@ fn yes_no_questions_are_recognised() {
 
 #[test]
 fn answers_and_finals_are_cleaned() {
-    assert_eq!(clean_answer("Answer: Steven Spielberg.\nHe directed it."), "Steven Spielberg");
-    assert_eq!(clean_answer("\n\n  Paris"), "Paris");
-    let (a, r) = parse_final("Answer: Rush\nReason: Neil Peart was their drummer.");
+    assert_eq!(answer::short_answer("Answer: Steven Spielberg.\nHe directed it."), "Steven Spielberg");
+    assert_eq!(answer::short_answer("\n\n  Paris"), "Paris");
+    let (a, r) = answer::answer_with_reason("Answer: Rush\nReason: Neil Peart was their drummer.");
     assert_eq!(a, "Rush");
     assert_eq!(r.as_deref(), Some("Neil Peart was their drummer."));
-    let (a, r) = parse_final("**Final answer:** yes");
+    let (a, r) = answer::answer_with_reason("**Final answer:** yes");
     assert_eq!(a, "yes");
     assert!(r.is_none());
-    assert_eq!(parse_final("Rush.").0, "Rush");
+    assert_eq!(answer::answer_with_reason("Rush.").0, "Rush");
 }
 
 fn acyclic(t: &Topology) -> bool {
@@ -185,8 +185,8 @@ proptest! {
         let _ = parse_numbered_list(&text);
         let _ = is_no_sentinel(&text);
         let _ = is_unanswered(&text);
-        let _ = clean_answer(&text);
-        let _ = parse_final(&text);
+        let _ = answer::short_answer(&text);
+        let _ = answer::answer_with_reason(&text);
         let mut r = Vec::new();
         let orig = vec!["a?".to_string(), "b?".to_string()];
         let kept = parse_critique(&text, &orig, &mut r);

@@ -1,5 +1,6 @@
-//! The text protocol of the sentence loop: one sentence per step, the answer marker
-//! `So the answer is: X`, and FLARE-instruct's search request `[Search(query)]`.
+//! The sentence loop's protocol: one sentence per step (the answer marker `So the answer is: X` is
+//! read by [`answer::marked_answer`](super::answer::marked_answer)), FLARE-instruct's search request
+//! `[Search(query)]`, and a search query.
 
 use hopwise_core::text::split_sentences;
 
@@ -44,29 +45,6 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
 }
 
-/// The answer after the marker `the answer is` (case-insensitive, e.g. `So the answer is: Paris.`),
-/// or after a leading `Answer:`. Trailing full stops, quotes and emphasis are dropped.
-pub fn parse_answer_marker(text: &str) -> Option<String> {
-    // ASCII lower-casing keeps byte offsets, so positions found in `lower` slice `text` safely.
-    let lower = text.to_ascii_lowercase();
-    let rest = if let Some(p) = lower.rfind("the answer is") {
-        &text[p + "the answer is".len()..]
-    } else if lower.trim_start().starts_with("answer:") {
-        let start = text.len() - text.trim_start().len();
-        &text[start + "answer:".len()..]
-    } else {
-        return None;
-    };
-    let answer = rest
-        .trim_start_matches(|c: char| c == ':' || c == '-' || c.is_whitespace())
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim_end_matches(|c: char| matches!(c, '.' | '!' | '"' | '*' | '\'' | '`') || c.is_whitespace())
-        .trim_start_matches(|c: char| matches!(c, '"' | '*' | '\'' | '`') || c.is_whitespace());
-    (!answer.is_empty()).then(|| answer.to_string())
-}
-
 /// The query of a FLARE-instruct search request `[Search(query)]` (case-insensitive; a missing
 /// closing bracket is tolerated).
 pub fn parse_search_request(reply: &str) -> Option<String> {
@@ -79,7 +57,7 @@ pub fn parse_search_request(reply: &str) -> Option<String> {
 }
 
 /// A query as the model wrote it, without a `Query:` label or quotes, on one line.
-pub(crate) fn clean_query(reply: &str) -> String {
+pub fn clean_query(reply: &str) -> String {
     let line = reply.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     let line = strip_prefix_ignore_case(line, "query:").unwrap_or(line);
     line.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`')).trim().to_string()
@@ -91,8 +69,6 @@ mod unicode_tests {
 
     #[test]
     fn markers_next_to_case_changing_characters_slice_safely() {
-        assert_eq!(parse_answer_marker("İİ the answer is éé").as_deref(), Some("éé"));
-        assert_eq!(parse_answer_marker("ẞẞ the answer is x").as_deref(), Some("x"));
         assert_eq!(parse_search_request("İİ [Search(who is ẞ)]").as_deref(), Some("who is ẞ"));
     }
 }

@@ -1,8 +1,25 @@
-//! Deterministic parsers for model output, with documented repair rules.
+//! The output protocols: everything hopwise reads from model text, with its rules written once.
 //!
-//! Model output is the least trustworthy input hopwise reads, so every parser here is a pure
+//! Model output is the least trustworthy input hopwise reads, so every reader here is a pure
 //! function that never fails on text: it returns what it could read plus the [`Repair`]s it applied,
-//! which strategies copy into the trace.
+//! which strategies copy into the trace. Each prompt template declares the protocol its reply follows
+//! (`protocol` in `prompts/default.toml`); the readers by protocol:
+//!
+//! | protocol | reader |
+//! |---|---|
+//! | `final_answer` (reasoning, then `Answer: …`) | [`answer::final_answer`] |
+//! | `short_answer` (the answer first) | [`answer::short_answer`] |
+//! | `answer_or_sentinel` (an answer or `NO!`) | [`is_unanswered`], then [`answer::short_answer`] |
+//! | `answer_with_reason` (`Answer:` / `Reason:`) | [`answer::answer_with_reason`] |
+//! | `numbered_list` | [`parse_numbered_list`], [`parse_critique`] |
+//! | `edges` (`1 -> 2 -> Q`) | [`parse_edges`] |
+//! | `plan_steps`, `dependencies`, `formal_edges` (HGOT) | [`steps`] |
+//! | `cited_thought` (`Rationale: … [n]` / `Answer: …`) | [`citations::parse_thought`] |
+//! | `sentence` (one sentence, `So the answer is: …` ends the loop) | [`sentence::first_sentence`], [`answer::marked_answer`] |
+//! | `search_request` (`[Search(query)]` or a sentence) | [`sentence::parse_search_request`] |
+//! | `query` | [`sentence::clean_query`] |
+//! | `nli_label` | [`crate::nli_judge::parse_label`] |
+//! | `text` (free text: a rewritten question, a HyDE passage) | trimmed as it is |
 //!
 //! Repair rules for topology graphs (see [`parse_edges`]):
 //! - `drop_unknown_id`: an edge naming a sub-question that does not exist is dropped.
@@ -15,6 +32,11 @@
 //!   order (`1 -> 2 -> … -> Q`), the paper's "without construct" behaviour.
 
 use hopwise_core::Repair;
+
+pub mod answer;
+pub mod citations;
+pub mod sentence;
+pub mod steps;
 
 /// A node of a topology graph as the model names it: a sub-question number (1-based) or the sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -418,36 +440,6 @@ pub fn is_yes_no_question(question: &str) -> bool {
             | "might"
             | "must"
     )
-}
-
-/// A short answer from a reply: the first non-empty line, without an `Answer:` label and without a
-/// trailing period.
-pub fn clean_answer(reply: &str) -> String {
-    let line = reply.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let s = strip_answer_label(line);
-    s.strip_suffix('.').unwrap_or(s).trim().to_string()
-}
-
-/// Reads `Answer: …` and `Reason: …` lines from a final summary. Without an `Answer:` line the first
-/// non-empty line is the answer.
-pub fn parse_final(reply: &str) -> (String, Option<String>) {
-    let mut answer = None;
-    let mut reason = None;
-    for line in reply.lines() {
-        let t = line.trim().trim_start_matches(['*', '#', ' ']).trim();
-        let lower = t.to_lowercase();
-        if answer.is_none() && (lower.starts_with("answer:") || lower.starts_with("final answer:")) {
-            let v = &t[t.find(':').map_or(0, |i| i + 1)..];
-            answer = Some(clean_answer(v.trim_matches('*')));
-        } else if reason.is_none() && (lower.starts_with("reason:") || lower.starts_with("rationale:")) {
-            let v = t[t.find(':').map_or(0, |i| i + 1)..].trim().to_string();
-            if !v.is_empty() {
-                reason = Some(v);
-            }
-        }
-    }
-    let answer = answer.filter(|a| !a.is_empty()).unwrap_or_else(|| clean_answer(reply));
-    (answer, reason)
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ fn step_line(line: &str) -> Option<(usize, String)> {
 pub fn parse_steps(text: &str, max_steps: usize, stage: &str) -> Steps {
     let mut found: Vec<(usize, String)> = text.lines().filter_map(step_line).collect();
     if found.is_empty() {
-        found = crate::parse::parse_numbered_list(text)
+        found = crate::protocol::parse_numbered_list(text)
             .into_iter()
             .filter(|item| !item.to_lowercase().contains("depends on"))
             .enumerate()

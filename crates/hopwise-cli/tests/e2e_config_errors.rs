@@ -1,0 +1,42 @@
+//! A configuration mistake stops `ask`, `eval`, `serve` and `hopwise config` before any work, with
+//! an error that names it: an unknown `[strategies.NAME]` section, an invalid strategy option, a
+//! bad prompt override, an unknown strategy name. No model or index is needed to see it.
+
+mod common;
+
+use common::hopwise_command;
+
+const MISTAKES: [(&str, &str); 5] = [
+    ("[strategies.toqdd]\ncritique = false\n", "[strategies.toqdd]: no strategy is called `toqdd` (did you mean `toqd`?)"),
+    ("[strategies.toqd]\ncritiqe = false\n", "[strategies.toqd]: invalid option: strategy `toqd`: unknown field `critiqe`"),
+    ("[strategies.uar]\nsamples = 1\n", "[strategies.uar]: invalid option: strategy `uar`: samples = 1"),
+    ("[prompts]\ntoqd_self_verify = \"Q: {nope}\"\n", "prompt overrides: prompt template `toqd_self_verify`: unknown placeholder `{nope}`"),
+    ("strategy = \"tqod\"\n", "unknown strategy `tqod`"),
+];
+
+fn commands(dir: &std::path::Path) -> Vec<Vec<String>> {
+    let out = dir.join("out").display().to_string();
+    let dataset = dir.join("data.jsonl").display().to_string();
+    vec![
+        vec!["ask".into(), "Who wrote Dune?".into()],
+        vec!["eval".into(), "--dataset".into(), dataset, "--strategy".into(), "cot".into(), "--out".into(), out],
+        vec!["serve".into(), "--bind".into(), "127.0.0.1:9".into()],
+        vec!["config".into()],
+    ]
+}
+
+#[test]
+fn each_mistake_stops_each_command_with_a_named_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    std::fs::write(tmp.path().join("data.jsonl"), "{\"id\": \"1\", \"question\": \"q\", \"answer\": \"a\"}\n").expect("dataset");
+    for (i, (text, message)) in MISTAKES.iter().enumerate() {
+        let config = tmp.path().join(format!("mistake{i}.toml"));
+        std::fs::write(&config, text).expect("write config");
+        for args in commands(tmp.path()) {
+            let out = hopwise_command().arg("--config").arg(&config).args(&args).output().expect("run hopwise");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "`hopwise {}` accepted {text:?}", args[0]);
+            assert!(stderr.contains(message), "`hopwise {}` on {text:?} said: {stderr}", args[0]);
+        }
+    }
+}

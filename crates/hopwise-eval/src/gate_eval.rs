@@ -1,0 +1,317 @@
+//! How good is a retrieval gate? For single-fact questions with a known answer, ask the model
+//! closed-book (greedy, with the `NO!` protocol) and sample `n` more closed-book answers; the oracle
+//! says retrieval was needed exactly when the greedy closed-book answer is wrong. Each gate — the `NO!`
+//! reply, and each sampling estimator at a threshold — is then scored as a classifier of "needs
+//! retrieval": its retrieval rate, precision and recall against the oracle.
+//!
+//! Items: the gold single-hop steps where a dataset has them (2Wiki's evidence triples
+//! `subject, relation, object` → "What is the relation of subject?"; MuSiQue's decomposition with `#k`
+//! replaced by the earlier steps' answers), else the question itself.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::Path;
+use std::sync::Arc;
+
+use hopwise_core::{Llm, Prompts, Recorder};
+use hopwise_reason::gate;
+use hopwise_reason::toqd::read_node_answer;
+use hopwise_reason::uar::{UarOptions, UncertaintyGate};
+use hopwise_reason::uncertainty::{jaccard_matrix, Estimator};
+use hopwise_reason::Ctx;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{EvalError, Result};
+use crate::metrics::score_answer;
+
+/// One single-fact question with its gold answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateItem {
+    /// The example it comes from.
+    pub id: String,
+    pub question: String,
+    pub gold: Vec<String>,
+    /// `step` (a gold single-hop step) or `question`.
+    pub kind: String,
+}
+
+/// What the model said about one item, and what each gate would decide.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateRecord {
+    #[serde(flatten)]
+    pub item: GateItem,
+    /// The greedy closed-book reply.
+    pub greedy: String,
+    /// The greedy reply was `NO!` (or a hedge): the paper's gate retrieves.
+    pub said_no: bool,
+    /// The greedy reply is right (cover-EM against the gold answers). The oracle: retrieval was
+    /// needed exactly when this is false.
+    pub correct: bool,
+    pub samples: Vec<String>,
+    /// `U` of every Jaccard-similarity estimator over the samples.
+    pub uncertainty: BTreeMap<String, f64>,
+    /// The samples' vote and its share (what the uncertainty gate answers with when it does not
+    /// retrieve), and whether that answer is right.
+    pub vote: String,
+    pub vote_share: f64,
+    pub vote_correct: bool,
+}
+
+/// Reads up to `limit` examples of a normalised JSONL dataset and turns them into items.
+pub fn gate_items(path: &Path, limit: Option<usize>) -> Result<Vec<GateItem>> {
+    let file = std::fs::File::open(path).map_err(|e| EvalError::Read { path: path.to_path_buf(), source: e })?;
+    let mut items = Vec::new();
+    let mut examples = 0;
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        if limit.is_some_and(|l| examples >= l) {
+            break;
+        }
+        let line = line.map_err(|e| EvalError::Read { path: path.to_path_buf(), source: e })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: serde_json::Value = serde_json::from_str(&line).map_err(|e| EvalError::Dataset {
+            path: path.to_path_buf(),
+            message: format!("line {}: {e}", n + 1),
+        })?;
+        examples += 1;
+        items.extend(items_of(&record));
+    }
+    Ok(items)
+}
+
+fn items_of(record: &serde_json::Value) -> Vec<GateItem> {
+    let id = record["id"].as_str().unwrap_or_default().to_string();
+    let step = |question: String, answer: &str| GateItem {
+        id: id.clone(),
+        question,
+        gold: vec![answer.to_string()],
+        kind: "step".into(),
+    };
+    if let Some(triples) = record["meta"]["evidences"].as_array().filter(|t| !t.is_empty()) {
+        let mut out: Vec<GateItem> = Vec::new();
+        for triple in triples {
+            let parts: Vec<&str> = triple.as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+            if let [subject, relation, object] = parts[..] {
+                let item = step(format!("What is the {relation} of {subject}?"), object);
+                if !out.iter().any(|o| o.question == item.question) {
+                    out.push(item);
+                }
+            }
+        }
+        return out;
+    }
+    if let Some(steps) = record["decomposition"].as_array().filter(|s| s.iter().all(|s| s["answer"].is_string())) {
+        let answers: Vec<&str> = steps.iter().filter_map(|s| s["answer"].as_str()).collect();
+        return steps
+            .iter()
+            .zip(&answers)
+            .filter_map(|(s, answer)| {
+                let mut question = s["question"].as_str()?.to_string();
+                for (k, earlier) in answers.iter().enumerate().rev() {
+                    question = question.replace(&format!("#{}", k + 1), earlier);
+                }
+                let question = match question.split_once(">>") {
+                    Some((subject, relation)) => format!("What is the {} of {}?", relation.trim(), subject.trim()),
+                    None => question,
+                };
+                Some(step(question, answer))
+            })
+            .collect();
+    }
+    let gold: Vec<String> =
+        record["answers"].as_array().into_iter().flatten().filter_map(|a| a.as_str().map(str::to_string)).collect();
+    match record["question"].as_str() {
+        Some(q) if !gold.is_empty() => vec![GateItem { id, question: q.to_string(), gold, kind: "question".into() }],
+        _ => Vec::new(),
+    }
+}
+
+/// Asks one item closed-book: a greedy `toqd_self_verify` reply and `samples` sampled ones.
+pub async fn judge(
+    llm: Arc<dyn Llm>,
+    prompts: Arc<Prompts>,
+    item: GateItem,
+    samples: u32,
+    temperature: f32,
+) -> Result<GateRecord> {
+    let ctx = Ctx::new(llm, prompts, Recorder::new(&item.question, "gate-eval"));
+    let sampling = UncertaintyGate::for_strategy(
+        "gate-eval",
+        &UarOptions { samples: Some(samples), sample_temperature: temperature, ..UarOptions::default() },
+    )?;
+    let prompt = ctx.render("toqd_self_verify", &[("question", &item.question)])?;
+    let mut params = ctx.params().clone();
+    params.max_tokens = 64;
+    let greedy = ctx.chat("self_verify", Some("1"), prompt.clone(), params).await?.text().trim().to_string();
+    let answer = read_node_answer(&item.question, &greedy);
+    let correct = answer.as_deref().is_some_and(|a| score_answer(a, &item.gold).cover_em > 0.0);
+    let samples = gate::sample(&ctx, "1", "uncertainty_samples", &prompt, &sampling, 64, |t| t.trim().to_string()).await?;
+    let readings: Vec<Option<String>> = samples.iter().map(|s| read_node_answer(&item.question, s)).collect();
+    let comparable: Vec<String> = readings
+        .iter()
+        .map(|r| r.as_deref().map(hopwise_core::text::normalize_answer).unwrap_or_else(|| "NO!".into()))
+        .collect();
+    let w = jaccard_matrix(&comparable);
+    let uncertainty = [Estimator::DegJaccard, Estimator::Eigv, Estimator::Ecc]
+        .into_iter()
+        .map(|e| (e.name().to_string(), e.from_similarity(&w)))
+        .collect();
+    let answers: Vec<String> = readings.iter().map(|r| r.clone().unwrap_or_default()).collect();
+    let vote = hopwise_reason::hgot::vote::weighted_vote(&answers, &vec![1.0; answers.len()]);
+    let vote_correct = !vote.answer.is_empty() && score_answer(&vote.answer, &item.gold).cover_em > 0.0;
+    Ok(GateRecord {
+        item,
+        said_no: answer.is_none(),
+        greedy,
+        correct,
+        samples,
+        uncertainty,
+        vote: vote.answer,
+        vote_share: vote.confidence,
+        vote_correct,
+    })
+}
+
+/// A gate scored against the oracle.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GateScore {
+    /// Share of items the gate sends to retrieval.
+    pub retrieval_rate: f64,
+    /// Of the items it retrieves for, the share whose closed-book answer was wrong.
+    pub precision: f64,
+    /// Of the items whose closed-book answer was wrong, the share it retrieves for.
+    pub recall: f64,
+    /// Of the items it answers closed-book, the share answered right.
+    pub kept_accuracy: f64,
+}
+
+/// Scores a gate, given its decision (`true` = retrieve) per record.
+pub fn score(records: &[GateRecord], retrieves: impl Fn(&GateRecord) -> bool) -> GateScore {
+    let (mut retrieved, mut retrieved_wrong, mut wrong, mut kept, mut kept_right) = (0usize, 0usize, 0usize, 0, 0);
+    for r in records {
+        let needs = !r.correct;
+        wrong += usize::from(needs);
+        if retrieves(r) {
+            retrieved += 1;
+            retrieved_wrong += usize::from(needs);
+        } else {
+            kept += 1;
+            kept_right += usize::from(r.correct);
+        }
+    }
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    GateScore {
+        retrieval_rate: ratio(retrieved, records.len()),
+        precision: ratio(retrieved_wrong, retrieved),
+        recall: ratio(retrieved_wrong, wrong),
+        kept_accuracy: ratio(kept_right, kept),
+    }
+}
+
+/// The uncertainty gate's decision as ToQD takes it: retrieve when `U > θ` or when most samples
+/// decline.
+pub fn uncertainty_retrieves(r: &GateRecord, estimator: &str, threshold: f64) -> bool {
+    r.uncertainty.get(estimator).is_none_or(|u| *u > threshold) || r.vote.is_empty() || r.vote_share < 0.5
+}
+
+/// The report: the gates at their default thresholds, then a threshold sweep per estimator.
+pub fn render_report(records: &[GateRecord], title: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let wrong = records.iter().filter(|r| !r.correct).count();
+    let _ = writeln!(out, "### {title}\n");
+    let _ = writeln!(
+        out,
+        "{} items; the greedy closed-book answer is wrong (retrieval needed) for {} ({:.0}%).\n",
+        records.len(),
+        wrong,
+        100.0 * wrong as f64 / records.len().max(1) as f64
+    );
+    let _ = writeln!(out, "| gate | retrieval rate | precision | recall | closed-book accuracy where not retrieving |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    let row = |out: &mut String, name: &str, s: GateScore| {
+        let _ = writeln!(
+            out,
+            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            s.retrieval_rate, s.precision, s.recall, s.kept_accuracy
+        );
+    };
+    row(&mut out, "NO! (self-verify)", score(records, |r| r.said_no));
+    for estimator in [Estimator::DegJaccard, Estimator::Eigv] {
+        let theta = estimator.default_threshold();
+        let name = format!("{} (θ = {theta})", estimator.name());
+        row(&mut out, &name, score(records, |r| uncertainty_retrieves(r, estimator.name(), theta)));
+        let both = format!("NO! or {} (θ = {theta})", estimator.name());
+        row(&mut out, &both, score(records, |r| r.said_no || uncertainty_retrieves(r, estimator.name(), theta)));
+    }
+    row(&mut out, "always retrieve", score(records, |_| true));
+    let _ = writeln!(out, "\nThreshold sweep (retrieve when U > θ or most samples decline):\n");
+    let _ = writeln!(out, "| estimator | θ | retrieval rate | precision | recall | closed-book accuracy where not retrieving |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+    for estimator in [Estimator::DegJaccard, Estimator::Eigv, Estimator::Ecc] {
+        let mut values: Vec<f64> = records.iter().filter_map(|r| r.uncertainty.get(estimator.name()).copied()).collect();
+        values.sort_by(f64::total_cmp);
+        values.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+        for theta in values.iter().take(12) {
+            let s = score(records, |r| uncertainty_retrieves(r, estimator.name(), *theta));
+            let _ = writeln!(
+                out,
+                "| {} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                estimator.name(),
+                theta,
+                s.retrieval_rate,
+                s.precision,
+                s.recall,
+                s.kept_accuracy
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(correct: bool, said_no: bool, u: f64) -> GateRecord {
+        GateRecord {
+            item: GateItem { id: "x".into(), question: "q".into(), gold: vec!["a".into()], kind: "step".into() },
+            greedy: String::new(),
+            said_no,
+            correct,
+            samples: Vec::new(),
+            uncertainty: [("deg-jaccard".to_string(), u)].into_iter().collect(),
+            vote: "a".into(),
+            vote_share: 1.0,
+            vote_correct: correct,
+        }
+    }
+
+    #[test]
+    fn gates_are_scored_against_the_closed_book_oracle() {
+        // Two wrong answers (one flagged by NO!, one by U), two right ones (one wrongly flagged by U).
+        let records = [record(false, true, 0.1), record(false, false, 0.6), record(true, false, 0.5), record(true, false, 0.0)];
+        let no = score(&records, |r| r.said_no);
+        assert_eq!((no.retrieval_rate, no.precision, no.recall), (0.25, 1.0, 0.5));
+        assert!((no.kept_accuracy - 2.0 / 3.0).abs() < 1e-9);
+        let u = score(&records, |r| uncertainty_retrieves(r, "deg-jaccard", 0.4));
+        assert_eq!((u.retrieval_rate, u.precision, u.recall, u.kept_accuracy), (0.5, 0.5, 0.5, 0.5));
+    }
+
+    #[test]
+    fn items_come_from_gold_steps_where_the_dataset_has_them() {
+        let wiki = serde_json::json!({"id": "w", "question": "Q?", "answers": ["x"], "meta": {"evidences": [["Jaws", "director", "Steven Spielberg"], ["Jaws", "director", "Steven Spielberg"]]}});
+        let items = items_of(&wiki);
+        assert_eq!(items.len(), 1, "duplicates dropped");
+        assert_eq!(items[0].question, "What is the director of Jaws?");
+        assert_eq!(items[0].gold, ["Steven Spielberg"]);
+        let musique = serde_json::json!({"id": "m", "question": "Q?", "answers": ["y"], "decomposition": [
+            {"question": "Edward Baring >> father", "answer": "Henry Baring"},
+            {"question": "#1 >> father", "answer": "Francis Baring"}]});
+        let items = items_of(&musique);
+        assert_eq!(items[1].question, "What is the father of Henry Baring?");
+        let hotpot = serde_json::json!({"id": "h", "question": "Which band?", "answers": ["Rush"]});
+        assert_eq!(items_of(&hotpot)[0].kind, "question");
+    }
+}

@@ -1,0 +1,92 @@
+//! Cited thoughts: `Rationale: … [n]` / `Answer: …` replies, statements and their `[n]` markers.
+
+use hopwise_core::text::split_sentences;
+use serde::Serialize;
+
+/// A sampled thought: rationale `τ` and short answer `a`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Thought {
+    pub rationale: String,
+    pub answer: String,
+}
+
+fn strip_label<'a>(s: &'a str, labels: &[&str]) -> &'a str {
+    let t = s.trim_start().trim_start_matches(['*', '#']).trim_start();
+    for label in labels {
+        if let Some(head) = t.get(..label.len()) {
+            if head.eq_ignore_ascii_case(label) {
+                return t[label.len()..].trim_start_matches('*').trim_start();
+            }
+        }
+    }
+    t
+}
+
+/// Reads a reply written as `Rationale: … Answer: …`: the answer is the labelled answer (see
+/// [`answer`](super::answer)) without its citation markers, and the rationale is what stands before
+/// the label. Without a label the whole reply is the rationale and the answer is empty (the sample
+/// then takes no part in the vote). Never fails.
+pub fn parse_thought(reply: &str) -> Thought {
+    let (rationale, answer) = match super::answer::labelled(reply) {
+        Some(found) => {
+            let first_line = found.answer.lines().next().unwrap_or("");
+            (&reply[..found.label_at], super::answer::clean(&take_markers(first_line).0))
+        }
+        None => (reply, String::new()),
+    };
+    let rationale = strip_label(rationale, &["rationale:", "reasoning:", "reason:"]);
+    Thought { rationale: rationale.split_whitespace().collect::<Vec<_>>().join(" "), answer }
+}
+
+/// Removes `[n]`, `[n, m]` and `[n][m]` markers; returns the text and the numbers in order of
+/// appearance (duplicates removed). Brackets holding anything but digits, commas and spaces are
+/// left alone.
+pub fn take_markers(text: &str) -> (String, Vec<usize>) {
+    let mut out = String::with_capacity(text.len());
+    let mut numbers: Vec<usize> = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close) if close > 0 && after[..close].chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ') => {
+                for n in after[..close].split([',', ' ']).filter_map(|t| t.parse::<usize>().ok()) {
+                    if !numbers.contains(&n) {
+                        numbers.push(n);
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    (out.split_whitespace().collect::<Vec<_>>().join(" ").replace(" .", "."), numbers)
+}
+
+/// One statement of a rationale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Statement {
+    /// The claim without its markers (the NLI hypothesis).
+    pub claim: String,
+    /// Passage numbers as written (1-based), distinct, in order.
+    pub citations: Vec<usize>,
+}
+
+/// Splits a rationale into statements (sentences, also split at line breaks), each with the
+/// markers that follow it. Marker-only fragments are dropped.
+pub fn split_statements(rationale: &str) -> Vec<Statement> {
+    rationale
+        .lines()
+        .flat_map(split_sentences)
+        .filter_map(|sentence| {
+            let (claim, citations) = take_markers(&sentence);
+            let has_words = claim.chars().any(char::is_alphanumeric);
+            has_words.then_some(Statement { claim, citations })
+        })
+        .collect()
+}
+

@@ -1,0 +1,148 @@
+//! Reading node answers and retrieval queries: the small rules that keep a node from discarding a
+//! good answer or searching without the entity it is about.
+
+use hopwise_core::text::normalize_answer;
+
+use crate::hgot::vote::{weighted_vote, Vote};
+use crate::protocol as parse;
+use crate::protocol::answer;
+
+/// A node's answer from one reply, or `None` when it gives none: the `NO!` sentinel or a hedge, or a
+/// bare yes/no to a question that is not a yes/no question. A reply such as "Yes, Neil Peart was …"
+/// to a wh-question keeps what follows the yes (small models open with it).
+pub fn read_node_answer(question: &str, reply: &str) -> Option<String> {
+    if parse::is_unanswered(reply) {
+        return None;
+    }
+    let answer = answer::short_answer(reply);
+    if parse::is_yes_no_question(question) {
+        return (!answer.is_empty()).then_some(answer);
+    }
+    let rest = strip_affirmation(&answer);
+    let normalized = normalize_answer(rest);
+    if normalized.is_empty() || matches!(normalized.as_str(), "yes" | "no") {
+        return None;
+    }
+    Some(rest.to_string())
+}
+
+/// "Yes, X" / "No, X" / "Yes. X" → "X"; anything else unchanged.
+fn strip_affirmation(answer: &str) -> &str {
+    for word in ["yes", "no"] {
+        let Some(head) = answer.get(..word.len()) else { continue };
+        if !head.eq_ignore_ascii_case(word) {
+            continue;
+        }
+        let rest = &answer[word.len()..];
+        if let Some(after) = rest.strip_prefix([',', '.', ';', ':', '!']) {
+            let after = after.trim();
+            if !after.is_empty() {
+                return after;
+            }
+        }
+    }
+    answer
+}
+
+/// The vote over sampled readings (each `None` when it gave no answer), every sample weighing the
+/// same: the answer most samples agree on (normalised), and its share of all samples.
+pub fn vote(readings: &[Option<String>]) -> Vote {
+    let answers: Vec<String> = readings.iter().map(|r| r.clone().unwrap_or_default()).collect();
+    weighted_vote(&answers, &vec![1.0; answers.len()])
+}
+
+/// What the gate compares: each sample's normalised answer, or `NO!` for a sample that gave none
+/// (so the samples that decline agree with each other and disagree with the ones that answer).
+pub fn comparable(readings: &[Option<String>]) -> Vec<String> {
+    readings.iter().map(|r| r.as_deref().map(normalize_answer).unwrap_or_else(|| "NO!".to_string())).collect()
+}
+
+/// Names in `question` that a search for one of its parts must keep: quoted phrases, and runs of
+/// capitalised words (a name or title), leaving out the question's first word.
+pub fn key_terms(question: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    let mut quoted = question.split('"');
+    quoted.next();
+    while let (Some(inside), _) = (quoted.next(), quoted.next()) {
+        if !inside.trim().is_empty() {
+            terms.push(inside.trim().to_string());
+        }
+    }
+    let mut run: Vec<&str> = Vec::new();
+    let words: Vec<&str> = question.split_whitespace().collect();
+    for (i, raw) in words.iter().enumerate() {
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'');
+        let capitalised = i > 0 && word.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+        if capitalised {
+            run.push(word);
+        }
+        let ends_run = !capitalised || raw.ends_with([',', '?', '.', ';', ':', '"']);
+        if ends_run && !run.is_empty() {
+            let phrase = run.join(" ");
+            if !terms.iter().any(|t| t.contains(&phrase)) {
+                terms.push(phrase);
+            }
+            run.clear();
+        }
+    }
+    terms
+}
+
+/// The retrieval query for a sub-question that has no predecessors: the sub-question itself, plus
+/// the main question's names when it mentions none of them (a decomposition that lost the entity
+/// would otherwise search for nothing in particular). Returns the query and whether it was filled.
+pub fn leaf_query(sub_question: &str, main_question: &str) -> (String, bool) {
+    let terms = key_terms(main_question);
+    let lower = sub_question.to_lowercase();
+    if terms.is_empty() || terms.iter().any(|t| lower.contains(&t.to_lowercase())) {
+        return (sub_question.to_string(), false);
+    }
+    (format!("{sub_question} {}", terms.join(" ")), true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_answers_keep_content_after_a_leading_yes() {
+        let q = "Who was the drummer of Rush?";
+        assert_eq!(read_node_answer(q, "Yes, Neil Peart was the drummer.").as_deref(), Some("Neil Peart was the drummer"));
+        assert_eq!(read_node_answer(q, "Answer: Neil Peart").as_deref(), Some("Neil Peart"));
+        assert_eq!(read_node_answer(q, "Yes."), None, "a bare yes says nothing about who");
+        assert_eq!(read_node_answer(q, "NO!"), None);
+        assert_eq!(read_node_answer(q, "I don't know."), None);
+        assert_eq!(read_node_answer("Is Rush Canadian?", "Yes.").as_deref(), Some("Yes"));
+        assert_eq!(read_node_answer("Is Rush Canadian?", "No, it is not.").as_deref(), Some("No, it is not"));
+        assert_eq!(read_node_answer(q, "Nobody knows").as_deref(), Some("Nobody knows"), "not a yes/no prefix");
+    }
+
+    #[test]
+    fn votes_count_declines_against_the_winner() {
+        let readings = vec![Some("Neil Peart".to_string()), None, Some("neil peart".into()), Some("Geddy Lee".into())];
+        let v = vote(&readings);
+        assert_eq!(v.answer, "Neil Peart");
+        assert!((v.confidence - 0.5).abs() < 1e-9, "{}", v.confidence);
+        assert_eq!(comparable(&readings), ["neil peart", "NO!", "neil peart", "geddy lee"]);
+    }
+
+    #[test]
+    fn key_terms_are_names_and_quotes_not_the_question_word() {
+        let q = "Which Canadian rock band released a song called \"Counterparts\" and had a drummer in the Modern Drummer Hall of Fame?";
+        let terms = key_terms(q);
+        assert!(terms.contains(&"Counterparts".to_string()), "{terms:?}");
+        assert!(terms.contains(&"Canadian".to_string()));
+        assert!(terms.contains(&"Modern Drummer Hall".to_string()));
+        assert!(!terms.iter().any(|t| t.starts_with("Which")));
+    }
+
+    #[test]
+    fn a_leaf_query_that_lost_the_entity_gets_it_back() {
+        let main = "What is the real estate history of the Manhattan apartment of Taylor Swift?";
+        let (q, filled) = leaf_query("Who is the apartment's real estate history?", main);
+        assert!(filled && q.contains("Taylor Swift") && q.contains("Manhattan"), "{q}");
+        let (q, filled) = leaf_query("Where does Taylor Swift live?", main);
+        assert!(!filled);
+        assert_eq!(q, "Where does Taylor Swift live?");
+    }
+}

@@ -1,0 +1,379 @@
+//! ToQD — Topology of Question Decomposition.
+//!
+//! Plan globally (decompose → critique → construct a topology graph), then resolve the graph in
+//! topological order with the [`executor`](crate::executor): each node is rewritten with its
+//! predecessors' answers, a gate decides whether the model already knows (the paper's `NO!` reply,
+//! the disagreement of sampled closed-book answers, or either; [`NodeGate`]), the node retrieves
+//! only then, and is decomposed into a child graph when even the passages leave it unanswered
+//! (readings of the passages are sampled and voted, and a weak vote counts as unanswered). A summary
+//! over every node's question/answer pair gives the final answer, sampled and voted too, so the
+//! answer carries its vote share as its confidence.
+
+use async_trait::async_trait;
+use hopwise_core::trace::SINK;
+use hopwise_core::{grammars, GenParams, NodeTrace, Repair};
+use serde_json::json;
+
+use crate::ctx::{format_dialog, Ctx};
+use crate::error::Result;
+use crate::executor::{ChildGraph, Dag, GraphObserver};
+use crate::protocol::answer;
+use crate::protocol::{self as parse, GraphNode, Topology};
+use crate::strategy::{Answer, Strategy};
+use crate::uar::UncertaintyGate;
+use crate::uncertainty;
+
+mod answers;
+mod node;
+mod options;
+
+pub use answers::{key_terms, leaf_query, read_node_answer};
+pub use options::{NodeGate, ToqdOptions};
+
+pub struct Toqd {
+    opts: ToqdOptions,
+    with_retrieval: bool,
+    /// The sampling gate, when `opts.gate` samples.
+    gate: Option<UncertaintyGate>,
+}
+
+impl Toqd {
+    /// Fails on out-of-range options.
+    pub fn new(opts: ToqdOptions, with_retrieval: bool) -> Result<Self> {
+        let name = if with_retrieval { "toqd" } else { "toqd-noir" };
+        let gate = opts.validate(name)?;
+        Ok(Self { opts, with_retrieval, gate })
+    }
+}
+
+/// Output caps per step, so a small model that runs on cannot stall a node for minutes.
+const LIST_TOKENS: u32 = 200;
+pub(crate) const ANSWER_TOKENS: u32 = 64;
+pub(crate) const REWRITE_TOKENS: u32 = 96;
+const SUMMARY_TOKENS: u32 = 200;
+/// Sub-questions longer than this (in words) are run-on output, not questions.
+pub(crate) const MAX_SUBQUESTION_WORDS: usize = 40;
+
+pub(crate) fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
+    let mut p = ctx.params().clone();
+    p.max_tokens = p.max_tokens.min(max_tokens);
+    p
+}
+
+/// Cuts run-on items to their first question and drops those still too long to be a question.
+fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> {
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let first = match item.find('?') {
+                Some(i) => item[..=i].to_string(),
+                None => item.clone(),
+            };
+            if hopwise_core::text::word_count(&first) as usize > MAX_SUBQUESTION_WORDS {
+                ctx.rec().repair(Repair {
+                    stage: stage.to_string(),
+                    rule: "drop_overlong_subquestion".into(),
+                    detail: hopwise_core::text::truncate_words(&item, 12),
+                });
+                None
+            } else {
+                Some(first)
+            }
+        })
+        .collect()
+}
+
+/// Word-set Jaccard at or above which a sub-question counts as a restatement.
+const RESTATEMENT_JACCARD: f64 = 0.8;
+
+/// Drops sub-questions that restate the question being decomposed or an earlier sub-question: each
+/// would cost a node (and its verification calls) without narrowing anything. Keeps the first item
+/// when all of them are restatements, so a question too simple to split still gets its one node.
+fn drop_restatements(items: Vec<String>, question: &str, stage: &str, ctx: &Ctx) -> Vec<String> {
+    let mut kept: Vec<String> = Vec::with_capacity(items.len());
+    let mut dropped = Vec::new();
+    for item in items {
+        let restated = if uncertainty::jaccard(&item, question) >= RESTATEMENT_JACCARD {
+            Some("the question itself")
+        } else if kept.iter().any(|k| uncertainty::jaccard(&item, k) >= RESTATEMENT_JACCARD) {
+            Some("an earlier sub-question")
+        } else {
+            None
+        };
+        match restated {
+            Some(what) => dropped.push((item, what)),
+            None => kept.push(item),
+        }
+    }
+    if kept.is_empty() && !dropped.is_empty() {
+        kept.push(dropped.remove(0).0);
+    }
+    for (item, what) in dropped {
+        ctx.rec().repair(Repair {
+            stage: stage.to_string(),
+            rule: "drop_restated_subquestion".into(),
+            detail: format!("{} (restates {what})", hopwise_core::text::truncate_words(&item, 12)),
+        });
+    }
+    kept
+}
+
+/// A plan: sub-questions and their topology.
+pub(crate) struct Plan {
+    pub(crate) questions: Vec<String>,
+    pub(crate) topology: Topology,
+}
+
+impl Toqd {
+    fn structured_params(&self, ctx: &Ctx, grammar: &str) -> GenParams {
+        let mut p = ctx.params().clone();
+        p.max_tokens = p.max_tokens.min(LIST_TOKENS);
+        if self.opts.grammar {
+            p.grammar = Some(grammar.to_string());
+        }
+        p
+    }
+
+    /// Decompose → critique → construct. `decompose_prompt` is the already-rendered decomposition
+    /// prompt (the top-level, leaf or internal variant). Returns None when no sub-question could be
+    /// read.
+    pub(crate) async fn plan(
+        &self,
+        ctx: &Ctx,
+        node: Option<&str>,
+        question: &str,
+        decompose_prompt: String,
+    ) -> Result<Option<Plan>> {
+        let stage = node.map_or_else(|| "decompose".to_string(), |n| format!("decompose:{n}"));
+        let reply = ctx
+            .chat("decompose", node, decompose_prompt, self.structured_params(ctx, grammars::NUMBERED_QUESTIONS))
+            .await?;
+        let listed = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
+        let mut questions = drop_restatements(listed, question, &stage, ctx);
+        if questions.is_empty() {
+            ctx.rec().repair(Repair {
+                stage,
+                rule: "no_subquestions".into(),
+                detail: "the decomposition listed nothing".into(),
+            });
+            return Ok(None);
+        }
+        if questions.len() > self.opts.max_subquestions {
+            ctx.rec().repair(Repair {
+                stage: stage.clone(),
+                rule: "truncate_subquestions".into(),
+                detail: format!("kept the first {} of {}", self.opts.max_subquestions, questions.len()),
+            });
+            questions.truncate(self.opts.max_subquestions);
+        }
+
+        if self.opts.critique && questions.len() >= self.opts.critique_min.max(2) {
+            let listed = numbered(&questions);
+            let reply = ctx
+                .complete_with(
+                    "critique",
+                    node,
+                    "toqd_critique",
+                    &[("question", question), ("subquestions", &listed)],
+                    self.structured_params(ctx, grammars::NUMBERED_QUESTIONS),
+                )
+                .await?;
+            let mut repairs = Vec::new();
+            let kept = parse::parse_critique(&reply, &questions, &mut repairs);
+            repairs.into_iter().for_each(|r| ctx.rec().repair(r));
+            questions = kept.into_iter().filter_map(|i| questions.get(i).cloned()).collect();
+        }
+
+        let n = questions.len();
+        let topology = if self.opts.construct && n > 1 {
+            let listed = numbered(&questions);
+            let reply = ctx
+                .complete_with(
+                    "construct",
+                    node,
+                    "toqd_construct",
+                    &[("question", question), ("subquestions", &listed)],
+                    self.structured_params(ctx, &grammars::forward_edges_for(n)),
+                )
+                .await?;
+            let stage = node.map_or_else(|| "construct".to_string(), |n| format!("construct:{n}"));
+            parse::parse_edges(&reply, n, &stage)
+        } else {
+            Topology::chain(n)
+        };
+        topology.repairs.iter().cloned().for_each(|r| ctx.rec().repair(r));
+        Ok(Some(Plan { questions, topology }))
+    }
+
+}
+
+impl Toqd {
+    /// The final answer from the dialog: `samples` summaries in one request and a vote over their
+    /// answers (one greedy summary when `samples` is 1). A yes/no question gets the yes/no form of the
+    /// prompt, any other question the form that asks for the thing itself, so a small model does not
+    /// answer "Yes" to "Which band …?". Returns the answer, the rationale of a sample that gave it,
+    /// and the vote share; `None` when no sample answered.
+    async fn summarise(
+        &self,
+        ctx: &Ctx,
+        question: &str,
+        dialog: &[(String, String)],
+    ) -> Result<Option<(String, Option<String>, Option<f64>)>> {
+        let template = if parse::is_yes_no_question(question) { "toqd_summary_yes_no" } else { "toqd_summary" };
+        let prompt = ctx.render(template, &[("dialog", &format_dialog(dialog)), ("question", question)])?;
+        let samples = self.opts.samples.max(1);
+        let params = if samples == 1 {
+            capped(ctx, SUMMARY_TOKENS)
+        } else {
+            GenParams {
+                n: samples,
+                temperature: self.opts.read_temperature,
+                top_p: 1.0,
+                grammar: None,
+                ..capped(ctx, SUMMARY_TOKENS)
+            }
+        };
+        let reply = ctx.chat("summary", Some(SINK), prompt, params).await?;
+        let parsed: Vec<(Option<String>, Option<String>)> = reply
+            .choices
+            .iter()
+            .map(|choice| {
+                let (text, rationale) = answer::answer_with_reason(&choice.text);
+                (read_node_answer(question, &text), rationale)
+            })
+            .collect();
+        let readings: Vec<Option<String>> = parsed.iter().map(|(answer, _)| answer.clone()).collect();
+        let vote = answers::vote(&readings);
+        ctx.rec().update_node(SINK, |n| {
+            n.extra = json!({ "summary": { "samples": reply.choices.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(), "vote": vote.table, "confidence": vote.confidence } })
+        });
+        if vote.answer.is_empty() {
+            return Ok(None);
+        }
+        let winner = hopwise_core::text::normalize_answer(&vote.answer);
+        let rationale = parsed
+            .iter()
+            .find(|(answer, _)| answer.as_deref().map(hopwise_core::text::normalize_answer) == Some(winner.clone()))
+            .and_then(|(_, rationale)| rationale.clone());
+        let confidence = (samples > 1).then_some(vote.confidence);
+        Ok(Some((vote.answer, rationale, confidence)))
+    }
+}
+
+fn numbered(items: &[String]) -> String {
+    items.iter().enumerate().map(|(i, q)| format!("{}. {q}", i + 1)).collect::<Vec<_>>().join("\n")
+}
+
+pub(crate) fn child_graph(plan: &Plan) -> ChildGraph {
+    let edges = plan
+        .topology
+        .edges
+        .iter()
+        .filter_map(|(a, b)| match (a, b) {
+            (GraphNode::Sub(a), GraphNode::Sub(b)) => Some((*a, *b)),
+            _ => None,
+        })
+        .collect();
+    ChildGraph { questions: plan.questions.clone(), edges }
+}
+
+/// Mirrors child graphs into the trace as the executor splices them in.
+struct TraceObserver<'a> {
+    ctx: &'a Ctx,
+}
+
+impl GraphObserver for TraceObserver<'_> {
+    fn child_added(&mut self, parent: &str, id: &str, question: &str, preds: &[String], depth: u32) {
+        let child_preds: Vec<String> = preds.iter().filter(|p| p.starts_with(&format!("{parent}."))).cloned().collect();
+        self.ctx.rec().upsert_node(NodeTrace {
+            id: id.to_string(),
+            question: question.to_string(),
+            parents: preds.to_vec(),
+            decomposes: Some(parent.to_string()),
+            depth,
+            ..Default::default()
+        });
+        for p in &child_preds {
+            self.ctx.rec().add_edge(p, id);
+        }
+        self.ctx.rec().update_node(parent, |n| n.children.push(id.to_string()));
+    }
+}
+
+#[async_trait]
+impl Strategy for Toqd {
+    fn name(&self) -> &str {
+        if self.with_retrieval {
+            "toqd"
+        } else {
+            "toqd-noir"
+        }
+    }
+
+    async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
+        let prompt = ctx.render("toqd_decompose", &[("question", question)])?;
+        let plan = match self.plan(ctx, None, question, prompt).await {
+            Ok(Some(plan)) => plan,
+            Ok(None) => Plan { questions: vec![question.to_string()], topology: Topology::chain(1) },
+            Err(e) if e.is_fatal() => return Err(e),
+            Err(e) => {
+                ctx.rec().best_effort(format!("planning failed: {e}; answering the question as one node"));
+                Plan { questions: vec![question.to_string()], topology: Topology::chain(1) }
+            }
+        };
+
+        // The top-level graph: nodes "1".."n", sink "Q".
+        let mut dag = Dag::new();
+        for (i, q) in plan.questions.iter().enumerate() {
+            let id = (i + 1).to_string();
+            let parents: Vec<String> = plan.topology.parents(i + 1).iter().map(|p| p.to_string()).collect();
+            ctx.rec().upsert_node(NodeTrace {
+                id: id.clone(),
+                question: q.clone(),
+                parents: parents.clone(),
+                ..Default::default()
+            });
+            dag.add_node(&id, q, parents, 0);
+        }
+        for (a, b) in &plan.topology.edges {
+            ctx.rec().add_edge(&a.to_string(), &b.to_string());
+        }
+
+        let mut observer = TraceObserver { ctx };
+        let fatal = std::sync::Mutex::new(None);
+        dag.execute(|task| self.resolve(ctx, question, task, &fatal), &mut observer).await;
+        if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+
+        let dialog: Vec<(String, String)> =
+            dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
+        let last_answer = dialog.last().map(|(_, a)| a.clone()).unwrap_or_default();
+        match self.summarise(ctx, question, &dialog).await {
+            Ok(Some((text, rationale, confidence))) => {
+                if let Some(c) = confidence {
+                    ctx.rec().set_confidence(c);
+                }
+                Ok(Answer { text, rationale })
+            }
+            // A hedge, the sentinel, or a bare "Yes" to "Which band ...?": the graph's own last
+            // answer is then the better final answer.
+            Ok(None) => {
+                ctx.rec().repair(Repair {
+                    stage: "summary".into(),
+                    rule: "summary_unanswered".into(),
+                    detail: format!("the summary gave no answer; using the last node's answer `{last_answer}`"),
+                });
+                Ok(Answer { text: last_answer, rationale: None })
+            }
+            Err(e) if e.is_fatal() => Err(e),
+            Err(e) => {
+                ctx.rec().best_effort(format!("summary failed: {e}; using the last node's answer"));
+                Ok(Answer { text: last_answer, rationale: None })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

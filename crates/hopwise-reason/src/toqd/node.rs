@@ -1,0 +1,298 @@
+//! Resolving one node of the topology graph: rewrite it with its predecessors' answers, decide with
+//! the gate whether the model already knows, retrieve only if not, read the passages, and ask for a
+//! child graph when even they leave the node unanswered.
+
+use hopwise_core::{Decision, GenParams, Passage, Repair};
+use serde_json::{json, Value};
+
+use super::answers::{comparable, leaf_query, read_node_answer, vote};
+use super::options::NodeGate;
+use super::{capped, child_graph, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
+use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::error::{ReasonError, Result};
+use crate::executor::{NodeOutcome, NodeTask, Phase};
+use crate::gate;
+use crate::uncertainty;
+
+/// Word-set Jaccard with the main question at or above which a rewrite counts as a restatement of
+/// it (the sub-question's own focus was lost).
+const RESTATES_MAIN: f64 = 0.8;
+
+/// An answer a node settled on, with how sure the vote was.
+struct Settled {
+    answer: String,
+    /// Vote share of the winning answer; `None` for a single greedy reply.
+    confidence: Option<f64>,
+}
+
+impl Toqd {
+    /// Resolves one node visit. A degrading error leaves the node unresolved with a best-effort
+    /// answer and a note in the trace; a fatal one is kept in `fatal` for the question to return.
+    pub(super) async fn resolve(
+        &self,
+        ctx: &Ctx,
+        main_question: &str,
+        task: NodeTask,
+        fatal: &std::sync::Mutex<Option<ReasonError>>,
+    ) -> NodeOutcome {
+        match self.try_resolve(ctx, main_question, &task).await {
+            Ok(outcome) => outcome,
+            Err(e) if e.is_fatal() => {
+                fatal.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                NodeOutcome::Answered { question: task.question, answer: String::new() }
+            }
+            Err(e) => {
+                ctx.rec().best_effort(format!("node {}: {e}", task.id));
+                ctx.rec().update_node(&task.id, |n| {
+                    n.decision = Decision::Unresolved;
+                    n.best_effort = true;
+                });
+                let question = ctx.rec().node(&task.id).and_then(|n| n.rewritten).unwrap_or(task.question);
+                NodeOutcome::Answered { question, answer: String::new() }
+            }
+        }
+    }
+
+    async fn try_resolve(&self, ctx: &Ctx, main_question: &str, task: &NodeTask) -> Result<NodeOutcome> {
+        let id = task.id.as_str();
+        if task.phase == Phase::Aggregate {
+            return self.aggregate(ctx, task).await;
+        }
+        let question = self.rewritten(ctx, main_question, task).await?;
+
+        // The gate: does the model already know?
+        if self.opts.self_verify {
+            if let Some(known) = self.closed_book(ctx, id, &question).await? {
+                return Ok(record(ctx, id, Decision::Known, question, known));
+            }
+        }
+
+        // Retrieve, then read the passages.
+        let mut passages: Vec<Passage> = Vec::new();
+        if self.with_retrieval {
+            let query = if task.has_parents {
+                question.clone()
+            } else {
+                let (query, filled) = leaf_query(&question, main_question);
+                if filled {
+                    ctx.rec().repair(Repair {
+                        stage: format!("retrieve:{id}"),
+                        rule: "query_keeps_entities".into(),
+                        detail: format!("the sub-question names nothing from the question; searched `{query}`"),
+                    });
+                }
+                query
+            };
+            passages = ctx.retrieve(Some(id), &query, ctx.k()).await?;
+            let found = passages.clone();
+            ctx.rec().update_node(id, |n| n.passages = found);
+            let prompt = ctx.render(
+                "toqd_self_verify_context",
+                &[("passages", &format_passages(&passages)), ("question", &question)],
+            )?;
+            let reading = self.read(ctx, id, "self_verify_context", &prompt, &question).await?;
+            if let Some(settled) = reading {
+                return Ok(record(ctx, id, Decision::Retrieved, question, settled));
+            }
+        }
+
+        // Decompose into a child graph, within the budgets.
+        if task.depth < ctx.budget().max_depth && ctx.try_expand() {
+            let prompt = if task.has_parents && !task.dialog.is_empty() {
+                ctx.render(
+                    "toqd_decompose_internal",
+                    &[
+                        ("dialog", &format_dialog(&task.dialog)),
+                        ("question", &question),
+                        ("passages", &format_passages(&passages)),
+                    ],
+                )?
+            } else {
+                ctx.render(
+                    "toqd_decompose_leaf",
+                    &[("question", &question), ("passages", &format_passages(&passages))],
+                )?
+            };
+            if let Some(plan) = self.plan(ctx, Some(id), &question, prompt).await? {
+                // A "decomposition" that just repeats the node would loop: answer it instead.
+                let repeats = plan.questions.len() == 1
+                    && hopwise_core::text::normalize_answer(&plan.questions[0])
+                        == hopwise_core::text::normalize_answer(&question);
+                if !repeats {
+                    ctx.rec().update_node(id, |n| n.decision = Decision::Decomposed);
+                    return Ok(NodeOutcome::Expand(child_graph(&plan)));
+                }
+            }
+        } else {
+            let why = if task.depth >= ctx.budget().max_depth { "max_depth" } else { "r_max" };
+            ctx.rec().note(format!("node {id}: {why} reached; answering best-effort"));
+        }
+
+        // Best effort: the model must answer from what it has.
+        let reply = ctx
+            .complete_with(
+                "best_effort",
+                Some(id),
+                "toqd_best_effort",
+                &[("passages", &format_passages(&passages)), ("question", &question)],
+                capped(ctx, ANSWER_TOKENS),
+            )
+            .await?;
+        // Even forced, a model may still decline: keep no answer rather than the sentinel.
+        let answer = read_node_answer(&question, &reply).unwrap_or_default();
+        ctx.rec().update_node(id, |n| {
+            n.decision = Decision::Unresolved;
+            n.best_effort = true;
+            n.answer = Some(answer.clone());
+        });
+        Ok(NodeOutcome::Answered { question, answer })
+    }
+
+    /// The node's question with its predecessors' answers substituted in. A rewrite that comes back
+    /// empty, overlong, or as a restatement of the main question is not used: the sub-question then
+    /// goes on with the predecessors' answers attached.
+    async fn rewritten(&self, ctx: &Ctx, main_question: &str, task: &NodeTask) -> Result<String> {
+        if !(self.opts.rewrite && task.has_parents && !task.dialog.is_empty()) {
+            return Ok(task.question.clone());
+        }
+        let id = task.id.as_str();
+        let reply = ctx
+            .complete_with(
+                "rewrite",
+                Some(id),
+                "toqd_rewrite",
+                &[
+                    ("dialog", &format_dialog(&task.dialog)),
+                    ("question", &task.question),
+                    ("main_question", main_question),
+                ],
+                capped(ctx, REWRITE_TOKENS),
+            )
+            .await?;
+        let rewritten = crate::protocol::answer::short_answer(&reply);
+        let restates_main = uncertainty::jaccard(&rewritten, main_question) >= RESTATES_MAIN
+            && uncertainty::jaccard(&rewritten, &task.question) < RESTATES_MAIN;
+        let usable = !rewritten.is_empty()
+            && hopwise_core::text::word_count(&rewritten) as usize <= MAX_SUBQUESTION_WORDS
+            && !restates_main;
+        if usable {
+            ctx.rec().update_node(id, |n| n.rewritten = Some(rewritten.clone()));
+            return Ok(rewritten);
+        }
+        let known: Vec<&str> = task.dialog.iter().map(|(_, a)| a.as_str()).filter(|a| !a.is_empty()).collect();
+        let fallback =
+            if known.is_empty() { task.question.clone() } else { format!("{} ({})", task.question, known.join("; ")) };
+        let rule = if restates_main { "rewrite_restated_question" } else { "rewrite_unusable" };
+        ctx.rec().repair(Repair {
+            stage: format!("rewrite:{id}"),
+            rule: rule.into(),
+            detail: format!("rewrite `{}` not used; asked `{fallback}`", hopwise_core::text::truncate_words(&rewritten, 16)),
+        });
+        ctx.rec().update_node(id, |n| n.rewritten = Some(fallback.clone()));
+        Ok(fallback)
+    }
+
+    /// The gate: a settled closed-book answer, or `None` when the node should retrieve.
+    async fn closed_book(&self, ctx: &Ctx, id: &str, question: &str) -> Result<Option<Settled>> {
+        let prompt = ctx.render("toqd_self_verify", &[("question", question)])?;
+        let mut sentinel = None;
+        if matches!(self.opts.gate, NodeGate::No | NodeGate::Both) {
+            let reply = ctx.chat("self_verify", Some(id), prompt.clone(), capped(ctx, ANSWER_TOKENS)).await?;
+            match read_node_answer(question, reply.text()) {
+                None => return Ok(None),
+                Some(answer) if self.opts.gate == NodeGate::No => return Ok(Some(Settled { answer, confidence: None })),
+                Some(answer) => sentinel = Some(answer),
+            }
+        }
+        let Some(gate) = &self.gate else { return Ok(None) };
+        let replies =
+            gate::sample(ctx, id, "uncertainty_samples", &prompt, gate, ANSWER_TOKENS, |text| text.to_string()).await?;
+        let readings: Vec<Option<String>> = replies.iter().map(|r| read_node_answer(question, r)).collect();
+        let estimate = gate::estimate(ctx, id, gate, None, &comparable(&readings)).await;
+        let vote = vote(&readings);
+        // Retrieve when the samples disagree, or when most of them decline.
+        let retrieve = estimate.uncertainty > gate.threshold || vote.answer.is_empty() || vote.confidence < 0.5;
+        let detail = json!({
+            "gate": self.opts.gate,
+            "samples": replies,
+            "uncertainty": estimate.uncertainty,
+            "estimator": gate.estimator,
+            "threshold": gate.threshold,
+            "similarity_source": estimate.source,
+            "vote": vote.table,
+            "decision": if retrieve { "retrieve" } else { "known" },
+            "self_verify": sentinel,
+        });
+        ctx.rec().update_node(id, |n| n.extra = json!({ "gate": detail }));
+        if retrieve {
+            return Ok(None);
+        }
+        // The greedy answer when there is one (it agrees with the vote, or the gate would have
+        // retrieved on disagreement), else the vote's.
+        let answer = sentinel.unwrap_or(vote.answer);
+        Ok(Some(Settled { answer, confidence: Some(vote.confidence) }))
+    }
+
+    /// Reads a node's answer from a prompt with passages: `samples` readings in one request and a
+    /// vote (or one greedy reading when `samples` is 1). `None` when the vote found no answer or its
+    /// share is under `min_confidence`.
+    async fn read(&self, ctx: &Ctx, id: &str, purpose: &str, prompt: &str, question: &str) -> Result<Option<Settled>> {
+        if self.opts.samples <= 1 {
+            let reply = ctx.chat(purpose, Some(id), prompt.to_string(), capped(ctx, ANSWER_TOKENS)).await?;
+            let answer = read_node_answer(question, reply.text());
+            return Ok(answer.map(|answer| Settled { answer, confidence: None }));
+        }
+        let params = GenParams {
+            n: self.opts.samples,
+            temperature: self.opts.read_temperature,
+            top_p: 1.0,
+            grammar: None,
+            ..capped(ctx, ANSWER_TOKENS)
+        };
+        let reply = ctx.chat(purpose, Some(id), prompt.to_string(), params).await?;
+        let replies: Vec<String> = reply.choices.iter().map(|c| c.text.clone()).collect();
+        let readings: Vec<Option<String>> = replies.iter().map(|r| read_node_answer(question, r)).collect();
+        let vote = vote(&readings);
+        let accepted = !vote.answer.is_empty() && vote.confidence >= self.opts.min_confidence;
+        let detail = json!({ "samples": replies, "vote": vote.table, "confidence": vote.confidence, "accepted": accepted });
+        ctx.rec().update_node(id, |n| {
+            let mut extra = n.extra.as_object().cloned().unwrap_or_default();
+            extra.insert("reading".into(), detail);
+            n.extra = Value::Object(extra);
+        });
+        Ok(accepted.then(|| Settled { answer: vote.answer, confidence: Some(vote.confidence) }))
+    }
+
+    /// A decomposed node's answer from its children's dialog.
+    async fn aggregate(&self, ctx: &Ctx, task: &NodeTask) -> Result<NodeOutcome> {
+        let id = task.id.as_str();
+        let question = ctx.rec().node(id).and_then(|n| n.rewritten).unwrap_or_else(|| task.question.clone());
+        let reply = ctx
+            .complete_with(
+                "aggregate",
+                Some(id),
+                "toqd_aggregate",
+                &[("dialog", &format_dialog(&task.dialog)), ("question", &question)],
+                capped(ctx, ANSWER_TOKENS),
+            )
+            .await?;
+        let answer = read_node_answer(&question, &reply).unwrap_or_default();
+        ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
+        Ok(NodeOutcome::Answered { question, answer })
+    }
+}
+
+/// Marks node `id` answered and returns the executor's outcome.
+fn record(ctx: &Ctx, id: &str, decision: Decision, question: String, settled: Settled) -> NodeOutcome {
+    let Settled { answer, confidence } = settled;
+    ctx.rec().update_node(id, |n| {
+        n.decision = decision;
+        n.answer = Some(answer.clone());
+        if let Some(c) = confidence {
+            let mut extra = n.extra.as_object().cloned().unwrap_or_default();
+            extra.insert("confidence".into(), json!(c));
+            n.extra = Value::Object(extra);
+        }
+    });
+    NodeOutcome::Answered { question, answer }
+}

@@ -1,0 +1,118 @@
+//! ToQD's options: the paper's ablation switches, and the node gate that decides where to retrieve.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ReasonError, Result};
+use crate::uar::{UarOptions, UncertaintyGate};
+use crate::uncertainty::Estimator;
+
+/// What decides that a node needs evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeGate {
+    /// The paper's self-verification: the model answers from memory or replies `NO!`.
+    No,
+    /// `samples` closed-book answers in one request; retrieve when their disagreement `U` exceeds
+    /// `threshold` (the estimators of the uncertainty loop), or when most of them give no answer.
+    Uncertainty,
+    /// Retrieve when either the `NO!` reply or the uncertainty says so.
+    Both,
+}
+
+/// ToQD switches. `critique`, `construct`, `self_verify` and `rewrite` are the paper's ablations.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToqdOptions {
+    /// Filter the sub-questions with the critique step.
+    pub critique: bool,
+    /// The critique runs only when the decomposition lists at least this many sub-questions (with
+    /// fewer there is little to filter, and a small model's critique mostly drops a needed one).
+    pub critique_min: usize,
+    /// Ask the model for the topology; without it sub-questions form a chain in list order.
+    pub construct: bool,
+    /// Ask the model whether it knows a node's answer before retrieving; without it every node
+    /// retrieves.
+    pub self_verify: bool,
+    /// Rewrite internal nodes with their predecessors' answers.
+    pub rewrite: bool,
+    /// Constrain list and edge outputs with a grammar where the backend supports it.
+    pub grammar: bool,
+    /// Most sub-questions kept from one decomposition.
+    pub max_subquestions: usize,
+    /// How a node decides that it needs retrieval.
+    pub gate: NodeGate,
+    /// The uncertainty estimator of the `uncertainty` and `both` gates.
+    pub uncertainty: Estimator,
+    /// Retrieve when `U > threshold`; default the estimator's paper value.
+    pub threshold: Option<f64>,
+    /// Answers sampled per gate decision, per reading of passages and per summary (one request each).
+    pub samples: u32,
+    /// Temperature of the closed-book samples the gate measures.
+    pub sample_temperature: f32,
+    /// Temperature of the sampled readings of passages and of the summary, whose vote gives the
+    /// node's (and the question's) answer and confidence.
+    pub read_temperature: f32,
+    /// A reading of passages whose winning answer has a smaller vote share than this leaves the node
+    /// unresolved (it is decomposed, or answered best-effort).
+    pub min_confidence: f64,
+}
+
+impl Default for ToqdOptions {
+    fn default() -> Self {
+        Self {
+            critique: true,
+            critique_min: 3,
+            construct: true,
+            self_verify: true,
+            rewrite: true,
+            grammar: true,
+            max_subquestions: 6,
+            gate: NodeGate::Uncertainty,
+            uncertainty: Estimator::DegJaccard,
+            threshold: None,
+            samples: 5,
+            sample_temperature: 1.0,
+            read_temperature: 0.5,
+            min_confidence: 0.5,
+        }
+    }
+}
+
+impl ToqdOptions {
+    /// Checks ranges, and returns the validated sampling gate when the node gate samples.
+    pub fn validate(&self, strategy: &str) -> Result<Option<UncertaintyGate>> {
+        let invalid = |m: String| Err(ReasonError::InvalidOption(format!("strategy `{strategy}`: {m}")));
+        if self.samples == 0 || self.samples > crate::uar::MAX_SAMPLES {
+            return invalid(format!("samples = {}: must be 1 to {}", self.samples, crate::uar::MAX_SAMPLES));
+        }
+        if !(self.read_temperature > 0.0 && self.read_temperature <= 2.0) {
+            return invalid(format!("read_temperature = {}: must be in (0, 2]", self.read_temperature));
+        }
+        if !(0.0..=1.0).contains(&self.min_confidence) {
+            return invalid(format!("min_confidence = {}: must be in [0, 1]", self.min_confidence));
+        }
+        if self.max_subquestions == 0 {
+            return invalid("max_subquestions must be at least 1".into());
+        }
+        if self.gate == NodeGate::No {
+            return Ok(None);
+        }
+        if self.uncertainty.requires_nli() {
+            return invalid(format!(
+                "the node gate compares short answers by their words; choose deg-jaccard, eigv or ecc (not {})",
+                self.uncertainty
+            ));
+        }
+        let gate = UncertaintyGate::for_strategy(
+            strategy,
+            &UarOptions {
+                uncertainty: self.uncertainty,
+                threshold: self.threshold,
+                samples: Some(self.samples),
+                sample_temperature: self.sample_temperature,
+                ..UarOptions::default()
+            },
+        )?;
+        Ok(Some(gate))
+    }
+}
