@@ -28,7 +28,8 @@ async fn a_client_that_disconnects_stops_the_generation_and_frees_its_cells() {
     // A prompt that keeps the model generating for a while.
     let overrides = BTreeMap::from([(
         "direct".to_string(),
-        "Count from 1 to 400, separated by commas, then answer this question: {question}".to_string(),
+        "Write a long story about a lighthouse keeper and his cat. Do not stop early. Then answer: {question}"
+            .to_string(),
     )]);
     let prompts = Prompts::default().with_overrides(&overrides).expect("override");
     let state = AppState::builder(llm.clone()).prompts(Arc::new(prompts)).build();
