@@ -2,31 +2,41 @@
 # Runs the planned rows of the results tables (results/plan.tsv) resumably, at low priority, for a
 # wall-time budget, then stops cleanly between questions. Finished rows are appended to
 # results/<model>/<dataset>/<row>/results.jsonl (commit them); a later run resumes from what is there.
+# Each invocation that advances a row appends a line to the row's sessions.jsonl (dates, threads,
+# questions at once, machine), and at the end EVALUATION.md's results section is regenerated.
 #
-#   scripts/results.sh [--budget 4h] [--only REGEX] [--list]
+#   scripts/results.sh [--budget 4h] [--only REGEX] [--list] [--no-report]
 #
 #   --budget D   stop starting questions after D (90m, 2h, 1h30m; default 4h)
 #   --only RE    run only rows whose "dataset/row" matches the extended regex RE
 #   --list       print each planned row with its progress (done/planned) and exit
+#   --no-report  do not regenerate EVALUATION.md (`hopwise report results --out EVALUATION.md`)
 #
-# Environment: HOPWISE_DATA (dataset directory, default ../shared/data), HOPWISE_MODEL (default
+# Datasets are named in plan.tsv (hotpotqa, 2wikimultihopqa, musique, ...). A name is read from
+# $HOPWISE_DATA/<name>.jsonl with its pooled corpus <name>_corpus.jsonl when that file exists (the
+# evaluation data directory the committed rows used), else from the copy `hopwise data fetch <name>`
+# made in $HOPWISE_HOME/data/<name>/.
+#
+# Environment: HOPWISE_DATA (evaluation data directory, default ../shared/data), HOPWISE_MODEL (default
 # qwen2.5-1.5b), HOPWISE_THREADS (default 2), HOPWISE_CONCURRENCY (questions at once, default 2),
 # HOPWISE_BIN (default: `hopwise` on PATH, else this checkout's debug build), HOPWISE_HOME.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-budget=4h only="" list=0
+budget=4h only="" list=0 report=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     --list) list=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --no-report) report=0; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "results.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
-data="${HOPWISE_DATA:-../shared/data}"
+export HOPWISE_DATA="${HOPWISE_DATA:-../shared/data}"
+data="$HOPWISE_DATA"
 model="${HOPWISE_MODEL:-qwen2.5-1.5b}"
 export HOPWISE_THREADS="${HOPWISE_THREADS:-2}"
 concurrency="${HOPWISE_CONCURRENCY:-2}"
@@ -54,17 +64,42 @@ seconds() { # 90m -> 5400 (units s, m, h)
 }
 deadline=$(( $(date +%s) + $(seconds "$budget") ))
 
-# One BM25 index per dataset, over its pooled corpus (every paragraph of every question of the set).
+# The pooled corpus of a dataset (every paragraph of every question of the set) and its BM25 index:
+# from the evaluation data directory when it has the dataset, else from the fetched copy.
+corpus_for() {
+  if [ -f "$data/$1.jsonl" ]; then
+    echo "$data/${1}_corpus.jsonl"
+  else
+    [ -f "$home/data/$1/source.json" ] || nice -n 10 "$bin" data fetch "$1" >&2
+    echo "$home/data/$1/${1}_corpus.jsonl"
+  fi
+}
+
 index_for() {
-  local dataset="$1" index="$home/indexes/$1-corpus"
+  local dataset="$1" corpus index="$home/indexes/$1-corpus"
+  corpus="$(corpus_for "$dataset")"
+  [ "$corpus" = "$data/${dataset}_corpus.jsonl" ] || index="$home/indexes/$1-fetched-corpus"
   if [ ! -f "$index/hopwise-index.json" ]; then
-    echo "results.sh: indexing $data/${dataset}_corpus.jsonl into $index" >&2
-    nice -n 10 "$bin" index --json --index "$index" "$data/${dataset}_corpus.jsonl" >/dev/null
+    echo "results.sh: indexing $corpus into $index" >&2
+    nice -n 10 "$bin" index --json --index "$index" "$corpus" >/dev/null
   fi
   echo "$index"
 }
 
-done_rows() { [ -f "$1/results.jsonl" ] && wc -l <"$1/results.jsonl" || echo 0; }
+done_rows() { [ -f "$1/results.jsonl" ] && wc -l <"$1/results.jsonl" | tr -d ' ' || echo 0; }
+
+# One JSON line describing this invocation's work on a row (read by `hopwise report`).
+cpu_model="$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -1 | tr -d '"\\')"
+[ -n "$cpu_model" ] || cpu_model="$(uname -m)"
+record_session() { # out started done_before
+  local done_after; done_after="$(done_rows "$1")"
+  [ "$done_after" != "$3" ] || return 0
+  printf '{"started":"%s","ended":"%s","threads":%s,"concurrency":%s,"cpu":"%s","cpus":%s,"done_before":%s,"done_after":%s}\n' \
+    "$2" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$HOPWISE_THREADS" "$concurrency" "$cpu_model" "$(nproc)" "$3" "$done_after" \
+    >>"$1/sessions.jsonl"
+  progressed=1
+}
+progressed=0
 
 while IFS=$'\t' read -r row dataset strategy options limit; do
   case "$row" in ''|'#'*) continue ;; esac
@@ -85,8 +120,15 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
     for kv in $options; do opts+=(--opt "$kv"); done
   fi
   echo "results.sh: $dataset/$row ($strategy ${options/-/}) -> $out, ${left}s left" >&2
+  index="$(index_for "$dataset")"
+  started="$(date -u +%Y-%m-%dT%H:%M:%SZ)" before="$(done_rows "$out")"
   # A failed row (a backend error, say) is reported and the next row runs; its finished lines stay.
-  nice -n 10 "$bin" --model "$model" eval --json --dataset "$data/$dataset.jsonl" --strategy "$strategy" \
-    "${opts[@]}" --index "$(index_for "$dataset")" --limit "$limit" --concurrency "$concurrency" \
-    --out "$out" --time-budget "${left}s" || echo "results.sh: $dataset/$row stopped with an error" >&2
+  nice -n 10 "$bin" --model "$model" eval --json --dataset "$dataset" --strategy "$strategy" \
+    "${opts[@]}" --index "$index" --limit "$limit" --concurrency "$concurrency" \
+    --out "$out" --time-budget "${left}s" </dev/null || echo "results.sh: $dataset/$row stopped with an error" >&2
+  record_session "$out" "$started" "$before"
 done < results/plan.tsv
+
+if [ "$list" = 0 ] && [ "$report" = 1 ] && [ "$progressed" = 1 ]; then
+  "$bin" report results --out EVALUATION.md || echo "results.sh: regenerating EVALUATION.md failed" >&2
+fi

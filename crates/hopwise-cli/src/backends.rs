@@ -23,7 +23,8 @@ use hopwise_remote::{
 pub async fn build_llm(config: &Config, progress: bool) -> Result<Arc<dyn Llm>> {
     match config.llm_config() {
         LlmConfig::Openai(cfg) => {
-            let llm = OpenAiLlm::new(cfg.clone()).with_context(|| format!("model backend at {}", cfg.base_url))?;
+            let llm = OpenAiLlm::new(cfg.clone())
+                .with_context(|| format!("model backend at {}", hopwise_models::redact_url(&cfg.base_url)))?;
             Ok(Arc::new(llm))
         }
         LlmConfig::Local { model, threads, context } => {

@@ -40,6 +40,12 @@ pub struct GlobalArgs {
     /// Use an OpenAI-compatible server at this URL (e.g. http://127.0.0.1:8000/v1); key from $OPENAI_API_KEY.
     #[arg(long, global = true, env = "HOPWISE_BASE_URL")]
     pub base_url: Option<String>,
+    /// Seconds one request to an OpenAI-compatible server may take (default: the backend's, 120).
+    #[arg(long, global = true, env = "HOPWISE_LLM_TIMEOUT_SECS", value_name = "SECS")]
+    pub llm_timeout_secs: Option<f64>,
+    /// Retries of a failed request to an OpenAI-compatible server (default: the backend's, 3).
+    #[arg(long, global = true, env = "HOPWISE_LLM_MAX_RETRIES", value_name = "N")]
+    pub llm_max_retries: Option<u32>,
     /// Retrieval backend: bm25, dense (all-MiniLM-L6-v2; needs `hopwise index --dense`), hybrid (both,
     /// fused), or a remote engine: typesense, milvus, opensearch (see --typesense-url and friends).
     #[arg(
@@ -125,6 +131,79 @@ pub enum Command {
     Prompts(PromptsArgs),
     /// Print the effective configuration (file + environment + flags).
     Config,
+    /// Regenerate the results section of EVALUATION.md from results/ (tables, paired comparisons, plots).
+    Report(ReportArgs),
+    /// Named datasets: fetch the official releases (pinned sha256) into the data directory, list them.
+    #[command(subcommand)]
+    Data(DataCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The results folder: <model>/<dataset>/<row>/results.jsonl with run.json.
+    #[arg(default_value = "results")]
+    pub results: PathBuf,
+    /// The document whose section between `<!-- results:begin -->` and `<!-- results:end -->` is
+    /// rewritten (appended, with the markers, when it has none).
+    #[arg(long, default_value = "EVALUATION.md")]
+    pub out: PathBuf,
+    /// The planned rows (default: RESULTS/plan.tsv).
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// Where the cost-accuracy plots go, linked relatively from the document (default: docs/results
+    /// next to it).
+    #[arg(long)]
+    pub plots: Option<PathBuf>,
+    /// Print a JSON summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// Download, verify (sha256, size) and convert datasets: hotpotqa, 2wiki, musique, multihop-rag,
+    /// strategyqa, bamboogle. Afterwards `--dataset NAME` finds them.
+    Fetch(DataFetchArgs),
+    /// List the known datasets and what is cached.
+    List(DataListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DataFetchArgs {
+    /// Dataset names (see `hopwise data list`).
+    #[arg(required = true)]
+    pub names: Vec<String>,
+    /// Fetch and convert again even when cached.
+    #[arg(long)]
+    pub force: bool,
+    /// Accept files that have no published checksum (their sha256 is recorded, not checked).
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// Keep the downloaded release files (in <data dir>/<name>/downloads).
+    #[arg(long)]
+    pub keep_downloads: bool,
+    #[command(flatten)]
+    pub registry: RegistryArg,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DataListArgs {
+    #[command(flatten)]
+    pub registry: RegistryArg,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RegistryArg {
+    /// A dataset registry file to use instead of the built-in one (a mirror with its own URLs and
+    /// checksums), in the built-in registry's TOML format.
+    #[arg(long, env = "HOPWISE_DATA_REGISTRY")]
+    pub registry: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -258,7 +337,8 @@ pub struct PromptsArgs {
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// Dataset files (normalised JSONL or the original formats), repeatable.
+    /// Dataset files (normalised JSONL or the original formats) or names (hotpotqa, 2wiki, musique, …:
+    /// `$HOPWISE_DATA/NAME.jsonl`, else the copy `hopwise data fetch NAME` made), repeatable.
     #[arg(long, required = true)]
     pub dataset: Vec<PathBuf>,
     /// Comma-separated strategies, e.g. direct,cot,rtr,self-ask,toqd-noir,toqd.
@@ -315,6 +395,12 @@ pub struct ServeArgs {
     /// Largest request body in bytes (413 above).
     #[arg(long, env = "HOPWISE_SERVE_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// Connections open at once; more are answered 503 and closed.
+    #[arg(long, env = "HOPWISE_SERVE_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Seconds a client has to send its request headers, and then its body (the connection is closed; 408).
+    #[arg(long, env = "HOPWISE_SERVE_READ_TIMEOUT_SECS")]
+    pub read_timeout_secs: Option<u64>,
     /// Strategy, index and budgets: the defaults for requests, which may pick another strategy and lower `k`
     /// or `r_max` but not raise them.
     #[command(flatten)]
@@ -349,7 +435,8 @@ pub struct GateEvalArgs {
 
 #[derive(Debug, Args)]
 pub struct RetrievalEvalArgs {
-    /// Dataset with gold evidence ids (e.g. multihop_rag.jsonl); examples without evidence are left out.
+    /// Dataset with gold evidence ids, a file or a name (e.g. multihop_rag); examples without evidence
+    /// are left out.
     #[arg(long)]
     pub dataset: PathBuf,
     /// Comma-separated methods: native, hyde, sub-question, multi-query, toqd, toqd-no-critique.

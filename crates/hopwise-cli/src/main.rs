@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod render;
 mod runtime;
+mod terminal;
 
 use std::process::ExitCode;
 
@@ -36,8 +37,50 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::dispatch(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", terminal::safe(&error_chain(&e)));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The error and its causes, joined by `: `, leaving out a cause whose text the message already
+/// holds (an error that shows its source would otherwise print it twice).
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        /// Like the crates' errors: the message shows the cause, which is also its `source`.
+        #[derive(Debug)]
+        struct Read(std::io::Error);
+        impl std::fmt::Display for Read {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "reading data.jsonl: {}", self.0)
+            }
+        }
+        impl std::error::Error for Read {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory (os error 2)");
+        let e = anyhow::Error::new(Read(io)).context("loading the dataset");
+        assert_eq!(error_chain(&e), "loading the dataset: reading data.jsonl: No such file or directory (os error 2)");
     }
 }

@@ -26,20 +26,12 @@ async fn output(mut cmd: std::process::Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().expect("run hopwise")).await.expect("join")
 }
 
+mod common;
+
 /// Answers "yes" without passages; with passages, the title of the first one. Deterministic, and
 /// right for some questions and wrong for others, so the scores are not trivially 0 or 100.
 fn model() -> ScriptedLlm {
-    ScriptedLlm::new()
-        .on_fn("Use the passages", |prompt, _| {
-            let title = prompt
-                .lines()
-                .find_map(|l| l.strip_prefix("[1] "))
-                .and_then(|l| l.split(':').next())
-                .unwrap_or("unknown")
-                .to_string();
-            format!("Answer: {title}")
-        })
-        .on("Give a short answer", "Answer: yes")
+    common::first_title_model("NO!").on("Give a short answer", "Answer: yes")
 }
 
 fn eval_cmd(home: &Path, server: &str, index: &Path, out: &Path, strategies: &str) -> std::process::Command {

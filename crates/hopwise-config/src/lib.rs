@@ -293,7 +293,24 @@ pub struct ServeConfig {
     pub timeout_secs: u64,
     /// Largest accepted request body; larger ones get 413.
     pub max_body_bytes: usize,
+    /// Open connections at once; more are closed as soon as they are accepted.
+    pub max_connections: usize,
+    /// A request's headers, and then its body, must each arrive within this many seconds: the
+    /// connection is closed (slow headers) or answered 408 (slow body).
+    pub read_timeout_secs: u64,
 }
+
+/// Upper bounds of the `[serve]` numbers: far above any sensible setting, low enough that no value
+/// can overflow a timer or a semaphore.
+pub const MAX_SERVE_CONCURRENCY: usize = 4096;
+pub const MAX_SERVE_CONNECTIONS: usize = 65_536;
+pub const MAX_SERVE_TIMEOUT_SECS: u64 = 86_400;
+pub const MAX_SERVE_BODY_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_SERVE_READ_TIMEOUT_SECS: u64 = 3_600;
+/// Upper bounds for an OpenAI-compatible backend's limits.
+pub const MAX_LLM_TIMEOUT_SECS: f64 = 86_400.0;
+pub const MAX_LLM_RETRIES: u32 = 20;
+pub const MAX_LLM_IN_FLIGHT: usize = 1024;
 
 impl Default for ServeConfig {
     fn default() -> Self {
@@ -303,7 +320,18 @@ impl Default for ServeConfig {
             max_concurrency: 8,
             timeout_secs: 300,
             max_body_bytes: 64 * 1024,
+            max_connections: 512,
+            read_timeout_secs: 10,
         }
+    }
+}
+
+/// `value` must lie in `min..=max`; the error names the setting.
+fn in_range<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<()> {
+    if value >= min && value <= max {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid(format!("{name} = {value} must be between {min} and {max}")))
     }
 }
 
@@ -325,6 +353,12 @@ impl ServeConfig {
         if let Some(b) = o.max_body_bytes {
             self.max_body_bytes = b;
         }
+        if let Some(c) = o.max_connections {
+            self.max_connections = c;
+        }
+        if let Some(t) = o.read_timeout_secs {
+            self.read_timeout_secs = t;
+        }
         self.validate()
     }
 
@@ -335,27 +369,25 @@ impl ServeConfig {
                 self.bind
             )));
         }
-        if self.max_concurrency == 0 {
-            return Err(ConfigError::Invalid("serve.max_concurrency must be at least 1".into()));
-        }
-        if self.timeout_secs == 0 {
-            return Err(ConfigError::Invalid("serve.timeout_secs must be at least 1".into()));
-        }
-        if self.max_body_bytes < 256 {
-            return Err(ConfigError::Invalid("serve.max_body_bytes must be at least 256".into()));
-        }
+        in_range("serve.max_concurrency", self.max_concurrency, 1, MAX_SERVE_CONCURRENCY)?;
+        in_range("serve.timeout_secs", self.timeout_secs, 1, MAX_SERVE_TIMEOUT_SECS)?;
+        in_range("serve.max_body_bytes", self.max_body_bytes, 256, MAX_SERVE_BODY_BYTES)?;
+        in_range("serve.max_connections", self.max_connections, 1, MAX_SERVE_CONNECTIONS)?;
+        in_range("serve.read_timeout_secs", self.read_timeout_secs, 1, MAX_SERVE_READ_TIMEOUT_SECS)?;
         if self.token_env.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(ConfigError::Invalid("serve.token_env is empty; name an environment variable".into()));
         }
         Ok(())
     }
 
-    /// The bearer token, read from the variable named by `token_env`. A named but unset variable is
-    /// an error: starting without auth when auth was asked for would be worse than not starting.
+    /// The bearer token, read from the variable named by `token_env`, without surrounding
+    /// whitespace (a value read from a file often ends in a newline, which no client sends). A named
+    /// but unset variable is an error: starting without auth when auth was asked for would be worse
+    /// than not starting.
     pub fn token(&self) -> Result<Option<String>> {
         let Some(name) = &self.token_env else { return Ok(None) };
         match std::env::var(name) {
-            Ok(t) if !t.trim().is_empty() => Ok(Some(t)),
+            Ok(t) if !t.trim().is_empty() => Ok(Some(t.trim().to_string())),
             _ => Err(ConfigError::Invalid(format!(
                 "serve.token_env names `{name}`, but that environment variable is unset or empty"
             ))),
@@ -371,6 +403,8 @@ pub struct ServeOverrides {
     pub max_concurrency: Option<usize>,
     pub timeout_secs: Option<u64>,
     pub max_body_bytes: Option<usize>,
+    pub max_connections: Option<usize>,
+    pub read_timeout_secs: Option<u64>,
 }
 
 impl Default for Config {
@@ -420,6 +454,10 @@ pub struct Overrides {
     pub k: Option<usize>,
     pub threads: Option<u32>,
     pub r_max: Option<u32>,
+    /// Per-attempt timeout and retries of an OpenAI-compatible backend (`--llm-timeout-secs`,
+    /// `--llm-max-retries`).
+    pub llm_timeout_secs: Option<f64>,
+    pub llm_max_retries: Option<u32>,
     /// `--max-seconds` / `--max-tokens`: per-question time and token budgets.
     pub max_seconds: Option<f64>,
     pub max_tokens: Option<u64>,
@@ -468,7 +506,10 @@ impl Config {
         }
         if let Some(url) = &o.base_url {
             let model = o.model.clone().unwrap_or_else(|| "default".into());
-            let mut cfg = OpenAiConfig::new(url.clone(), model);
+            let mut cfg = match self.llms.get(&self.llm) {
+                Some(LlmConfig::Openai(current)) => for_another_server(current, url, &model),
+                _ => OpenAiConfig::new(url.clone(), model),
+            };
             // Local servers need no key; send one only when the conventional variable is set.
             cfg.api_key_env = std::env::var_os("OPENAI_API_KEY").map(|_| "OPENAI_API_KEY".into());
             self.llms.insert("cli".into(), LlmConfig::Openai(cfg));
@@ -484,6 +525,14 @@ impl Config {
         if let Some(t) = o.threads {
             if let Some(LlmConfig::Local { threads, .. }) = self.llms.get_mut(&self.llm) {
                 *threads = Some(t);
+            }
+        }
+        if let Some(LlmConfig::Openai(cfg)) = self.llms.get_mut(&self.llm) {
+            if let Some(t) = o.llm_timeout_secs {
+                cfg.timeout_secs = t;
+            }
+            if let Some(r) = o.llm_max_retries {
+                cfg.max_retries = r;
             }
         }
         if let Some(i) = &o.index {
@@ -530,6 +579,11 @@ impl Config {
             )));
         }
         self.remote.validate()?;
+        for (name, llm) in &self.llms {
+            if let LlmConfig::Openai(cfg) = llm {
+                validate_openai(name, cfg)?;
+            }
+        }
         if self.k == 0 || self.k > 100 {
             return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
         }
@@ -586,6 +640,33 @@ impl Config {
         }
         p.with_overrides(&self.prompts).map_err(|e| ConfigError::Prompts(e.to_string()))
     }
+}
+
+/// The settings of `current` that describe how to talk to any server (timeouts, retries, limits),
+/// for `url` and `model`. What belongs to the configured server — its key, extra headers, name —
+/// stays behind: a key for one server is never sent to another.
+fn for_another_server(current: &OpenAiConfig, url: &str, model: &str) -> OpenAiConfig {
+    OpenAiConfig {
+        base_url: url.to_string(),
+        model: model.to_string(),
+        api_key_env: None,
+        name: None,
+        headers: BTreeMap::new(),
+        ..current.clone()
+    }
+}
+
+fn validate_openai(name: &str, cfg: &OpenAiConfig) -> Result<()> {
+    let field = |f: &str| format!("llms.{name}.{f}");
+    if !(cfg.timeout_secs > 0.0 && cfg.timeout_secs <= MAX_LLM_TIMEOUT_SECS) {
+        return Err(ConfigError::Invalid(format!(
+            "{} = {} must be more than 0 and at most {MAX_LLM_TIMEOUT_SECS}",
+            field("timeout_secs"),
+            cfg.timeout_secs
+        )));
+    }
+    in_range(&field("max_retries"), cfg.max_retries, 0, MAX_LLM_RETRIES)?;
+    in_range(&field("max_in_flight"), cfg.max_in_flight, 1, MAX_LLM_IN_FLIGHT)
 }
 
 /// The strategy name within two edits of `name`, for "did you mean".
@@ -662,6 +743,61 @@ mod tests {
         assert!(err.to_string().contains("HW_TEST_UNSET_TOKEN"));
         assert!(c.serve.apply(&ServeOverrides { bind: Some("nope".into()), ..Default::default() }).is_err());
         assert_eq!(ServeConfig::default().token().expect("no token configured"), None);
+    }
+
+    /// `--base-url` keeps how the configured OpenAI backend is talked to (timeouts, retries), not
+    /// what belongs to its server (key, headers); the timeout flags apply to whichever is in use.
+    #[test]
+    fn base_url_keeps_timeouts_and_retries_and_flags_override_them() {
+        let mut c = Config::from_toml(
+            "llm = \"srv\"\n[llms.srv]\nkind = \"openai\"\nbase_url = \"http://a:1/v1\"\nmodel = \"m\"\n\
+             timeout_secs = 7.5\nmax_retries = 1\napi_key_env = \"SRV_KEY\"\nheaders = { x-tenant = \"t\" }",
+        )
+        .expect("valid");
+        c.apply(&Overrides { base_url: Some("http://b:2/v1".into()), ..Default::default() }).expect("apply");
+        let LlmConfig::Openai(cfg) = c.llm_config() else { panic!("openai expected") };
+        assert_eq!((cfg.base_url.as_str(), cfg.timeout_secs, cfg.max_retries), ("http://b:2/v1", 7.5, 1));
+        assert!(cfg.headers.is_empty() && cfg.api_key_env.as_deref() != Some("SRV_KEY"), "{cfg:?}");
+
+        let o = Overrides { llm_timeout_secs: Some(2.0), llm_max_retries: Some(0), ..Default::default() };
+        c.apply(&o).expect("apply");
+        let LlmConfig::Openai(cfg) = c.llm_config() else { panic!("openai expected") };
+        assert_eq!((cfg.timeout_secs, cfg.max_retries), (2.0, 0));
+        for bad in [
+            Overrides { llm_timeout_secs: Some(0.0), ..Default::default() },
+            Overrides { llm_timeout_secs: Some(f64::NAN), ..Default::default() },
+            Overrides { llm_max_retries: Some(1_000_000), ..Default::default() },
+        ] {
+            assert!(c.clone().apply(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_are_bounded_with_named_errors() {
+        let huge = 2_305_843_009_213_693_952usize;
+        let err = ServeConfig::default()
+            .apply(&ServeOverrides { max_concurrency: Some(huge), ..Default::default() })
+            .expect_err("absurd concurrency");
+        assert!(err.to_string().contains("serve.max_concurrency"), "{err}");
+        for toml in [
+            "[serve]\nmax_concurrency = 2305843009213693952",
+            "[serve]\ntimeout_secs = 18446744073709551615",
+            "[serve]\nmax_connections = 0",
+            "[serve]\nread_timeout_secs = 0",
+            "[serve]\nmax_body_bytes = 9223372036854775807",
+            "[llms.x]\nkind = \"openai\"\nmodel = \"m\"\nmax_in_flight = 2305843009213693952",
+        ] {
+            assert!(Config::from_toml(toml).is_err(), "{toml}");
+        }
+        let ok = Config::from_toml("[serve]\nmax_connections = 64\nread_timeout_secs = 3").expect("in range");
+        assert_eq!((ok.serve.max_connections, ok.serve.read_timeout_secs), (64, 3));
+    }
+
+    #[test]
+    fn the_configured_token_is_trimmed() {
+        std::env::set_var("HOPWISE_TEST_TOKEN_WITH_NEWLINE", "s3cret-token\n");
+        let serve = ServeConfig { token_env: Some("HOPWISE_TEST_TOKEN_WITH_NEWLINE".into()), ..Default::default() };
+        assert_eq!(serve.token().expect("set").as_deref(), Some("s3cret-token"));
     }
 
     #[test]

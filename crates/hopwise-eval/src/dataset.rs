@@ -3,10 +3,13 @@
 //! MuSiQue, MultiHop-RAG, StrategyQA and FEVER. The format is recognised per record from its keys,
 //! so a file may be JSONL or one JSON array.
 //!
-//! A record with a missing or mistyped field is skipped and reported with its `file:line`; loading
-//! fails only when nothing loads.
+//! A record with a missing or mistyped field, a line that is not valid UTF-8 and a line longer than
+//! [`MAX_LINE_BYTES`] are skipped and reported with their `file:line`; loading fails only when nothing
+//! loads. Only regular files are read (a device such as `/dev/zero` or a FIFO would never end).
 
 use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -89,10 +92,16 @@ pub struct Dataset {
 
 pub const FEVER_LABELS: [&str; 3] = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"];
 
+/// The longest JSONL line read; longer ones are skipped. Dataset records are kilobytes (a HotpotQA
+/// record with its ten paragraphs is about 5 KiB).
+pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+/// The largest file read as one JSON array (the original HotpotQA dev set is 47 MB).
+pub const MAX_ARRAY_FILE_BYTES: u64 = 1024 * 1024 * 1024;
+
 /// Loads a dataset file. Records that cannot be read are skipped and listed in `skipped`; an error is
 /// returned only if the file cannot be read or no record loads.
 pub fn load_dataset(path: &Path) -> Result<Dataset> {
-    let src = std::fs::read_to_string(path).map_err(|e| EvalError::Read { path: path.to_path_buf(), source: e })?;
+    let mut reader = open_regular(path)?;
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("dataset").to_string();
     let file = path.display().to_string();
     let mut examples = Vec::new();
@@ -105,21 +114,45 @@ pub fn load_dataset(path: &Path) -> Result<Dataset> {
         Ok(ex) => examples.push(ex),
         Err(message) => skipped.push(SkippedRecord { location, message }),
     };
-    if src.trim_start().starts_with('[') {
-        let items: Vec<Value> = serde_json::from_str(&src)
+    let read_err = |e| EvalError::Read { path: path.to_path_buf(), source: e };
+    if first_byte(&mut reader).map_err(read_err)? == Some(b'[') {
+        let mut src = Vec::new();
+        reader.take(MAX_ARRAY_FILE_BYTES + 1).read_to_end(&mut src).map_err(read_err)?;
+        if src.len() as u64 > MAX_ARRAY_FILE_BYTES {
+            return Err(EvalError::Dataset {
+                path: path.to_path_buf(),
+                message: format!(
+                    "a JSON array larger than {} MiB; convert it to JSONL (one record per line)",
+                    MAX_ARRAY_FILE_BYTES / (1024 * 1024)
+                ),
+            });
+        }
+        let items: Vec<Value> = serde_json::from_slice(&src)
             .map_err(|e| EvalError::Dataset { path: path.to_path_buf(), message: format!("not a JSON array: {e}") })?;
         for (i, item) in items.into_iter().enumerate() {
             push(format!("{file}:item {i}"), parse_record(item, i));
         }
     } else {
-        for (i, line) in src.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
+        let mut line = Vec::new();
+        let mut i = 0usize;
+        loop {
+            let read = next_line(&mut reader, &mut line, MAX_LINE_BYTES).map_err(read_err)?;
+            let location = format!("{file}:{}", i + 1);
+            match read {
+                Line::End => break,
+                Line::TooLong => push(location, Err(format!("line longer than {} MiB", MAX_LINE_BYTES >> 20))),
+                Line::Complete => match std::str::from_utf8(&line) {
+                    Err(e) => push(location, Err(format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1))),
+                    Ok(text) if text.trim().is_empty() => {}
+                    Ok(text) => {
+                        let result = serde_json::from_str::<Value>(text)
+                            .map_err(|e| format!("not JSON: {e}"))
+                            .and_then(|v| parse_record(v, i));
+                        push(location, result);
+                    }
+                },
             }
-            let result = serde_json::from_str::<Value>(line)
-                .map_err(|e| format!("not JSON: {e}"))
-                .and_then(|v| parse_record(v, i));
-            push(format!("{file}:{}", i + 1), result);
+            i += 1;
         }
     }
     if examples.is_empty() {
@@ -129,12 +162,83 @@ pub fn load_dataset(path: &Path) -> Result<Dataset> {
     Ok(Dataset { name, path: path.to_path_buf(), examples, skipped })
 }
 
+/// Opens `path` if it is a regular file (or a link to one).
+pub(crate) fn open_regular(path: &Path) -> Result<BufReader<File>> {
+    let read_err = |e| EvalError::Read { path: path.to_path_buf(), source: e };
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file (a device, FIFO or socket)" };
+        return Err(EvalError::Dataset { path: path.to_path_buf(), message: format!("{what}; give a dataset file") });
+    }
+    Ok(BufReader::new(File::open(path).map_err(read_err)?))
+}
+
+/// The first byte after whitespace and a UTF-8 byte-order mark, which are consumed; the byte is not.
+fn first_byte(reader: &mut impl BufRead) -> std::io::Result<Option<u8>> {
+    loop {
+        let buf = reader.fill_buf()?;
+        let Some(&b) = buf.first() else { return Ok(None) };
+        if buf.starts_with(b"\xEF\xBB\xBF") {
+            reader.consume(3);
+        } else if b.is_ascii_whitespace() {
+            reader.consume(1);
+        } else {
+            return Ok(Some(b));
+        }
+    }
+}
+
+pub(crate) enum Line {
+    End,
+    Complete,
+    /// Longer than the limit; its bytes were read and dropped.
+    TooLong,
+}
+
+/// Reads one line (without its `\n` or `\r\n`) into `line`, holding at most `max` bytes of it.
+pub(crate) fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+    line.clear();
+    let (mut any, mut too_long) = (false, false);
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        any = true;
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let part = &buf[..newline.unwrap_or(buf.len())];
+        if !too_long && line.len() + part.len() > max {
+            too_long = true;
+            line.clear();
+        }
+        if !too_long {
+            line.extend_from_slice(part);
+        }
+        let used = part.len() + usize::from(newline.is_some());
+        reader.consume(used);
+        if newline.is_some() {
+            break;
+        }
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(match (any, too_long) {
+        (false, _) => Line::End,
+        (true, true) => Line::TooLong,
+        (true, false) => Line::Complete,
+    })
+}
+
 /// Recognises one record's format by its keys and converts it. `index` names records that carry no id.
 pub fn parse_record(value: Value, index: usize) -> std::result::Result<Example, String> {
     let Value::Object(obj) = value else {
         return Err("a record must be a JSON object".into());
     };
     let has = |k: &str| obj.contains_key(k);
+    for key in ["id", "_id", "qid"] {
+        check_id(&obj, key)?;
+    }
     let example = if has("answers") {
         from_normalised(obj)?
     } else if has("_id") || (has("context") && has("supporting_facts")) {
@@ -162,6 +266,22 @@ pub fn parse_record(value: Value, index: usize) -> std::result::Result<Example, 
 
 fn field<T: for<'de> Deserialize<'de>>(obj: Map<String, Value>) -> std::result::Result<T, String> {
     serde_json::from_value(Value::Object(obj)).map_err(|e| e.to_string())
+}
+
+/// A present but unusable id is named as such (serde would call `null` a variant mismatch).
+fn check_id(obj: &Map<String, Value>, key: &str) -> std::result::Result<(), String> {
+    match obj.get(key) {
+        None | Some(Value::String(_) | Value::Number(_)) => Ok(()),
+        Some(other) => {
+            let kind = match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Array(_) => "an array",
+                _ => "an object",
+            };
+            Err(format!("`{key}` is {kind}; it must be a string or a number"))
+        }
+    }
 }
 
 /// Ids may be strings or numbers in the sources.
@@ -504,6 +624,70 @@ mod tests {
         std::fs::write(&path, "{\"id\": 1}\n").expect("write");
         let err = load_dataset(&path).expect_err("nothing loads");
         assert!(err.to_string().contains("mini.jsonl:1"), "{err}");
+    }
+
+    #[test]
+    fn an_invalid_utf8_line_is_skipped_not_the_whole_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("mixed.jsonl");
+        let mut bytes = br#"{"id": "1", "question": "Q1?", "answers": ["a"]}"#.to_vec();
+        bytes.extend_from_slice(b"\n{\"id\": \"2\", \"question\": \"Q\xff?\", \"answers\": [\"b\"]}\r\n");
+        bytes.extend_from_slice(br#"{"id": "3", "question": "Q3?", "answers": ["c"]}"#);
+        std::fs::write(&path, bytes).expect("write");
+        let ds = load_dataset(&path).expect("the valid lines load");
+        assert_eq!(ds.examples.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["1", "3"]);
+        assert_eq!(ds.skipped.len(), 1);
+        assert!(ds.skipped[0].location.ends_with("mixed.jsonl:2"), "{}", ds.skipped[0]);
+        assert!(ds.skipped[0].message.contains("UTF-8"), "{}", ds.skipped[0]);
+    }
+
+    #[test]
+    fn an_overlong_line_is_skipped_and_reading_goes_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("long.jsonl");
+        let long = format!(r#"{{"id": "big", "question": "{}", "answers": ["x"]}}"#, "q".repeat(MAX_LINE_BYTES));
+        let text = format!("{long}\n{}\n", r#"{"id": "small", "question": "Q?", "answers": ["a"]}"#);
+        std::fs::write(&path, text).expect("write");
+        let ds = load_dataset(&path).expect("the short line loads");
+        assert_eq!(ds.examples.len(), 1);
+        assert_eq!(ds.examples[0].id, "small");
+        assert!(ds.skipped[0].message.contains("longer than"), "{}", ds.skipped[0]);
+    }
+
+    #[test]
+    fn lines_are_cut_at_the_limit_whatever_the_buffering() {
+        let mut reader = std::io::BufReader::with_capacity(3, &b"abcdefgh\nxy\r\n\nlast"[..]);
+        let mut line = Vec::new();
+        let mut read = || match next_line(&mut reader, &mut line, 5).expect("read") {
+            Line::End => "END".to_string(),
+            Line::TooLong => "LONG".to_string(),
+            Line::Complete => String::from_utf8_lossy(&line).into_owned(),
+        };
+        assert_eq!([read(), read(), read(), read(), read()], ["LONG", "xy", "", "last", "END"]);
+    }
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for path in [Path::new("/dev/zero"), dir.path()] {
+            let err = load_dataset(path).expect_err("not a regular file");
+            assert!(err.to_string().contains("give a dataset file"), "{err}");
+        }
+        let fifo = dir.path().join("pipe.jsonl");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
+        if made {
+            // Opening a FIFO with no writer blocks forever; the check comes first.
+            let err = load_dataset(&fifo).expect_err("a FIFO");
+            assert!(err.to_string().contains("not a regular file"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_null_id_is_named_as_such() {
+        let err = parse_record(serde_json::json!({"id": null, "question": "Q?", "answers": ["a"]}), 0).unwrap_err();
+        assert_eq!(err, "`id` is null; it must be a string or a number");
+        let err = parse_record(serde_json::json!({"_id": [1], "question": "Q?", "answer": "a", "context": []}), 0);
+        assert!(err.unwrap_err().contains("`_id` is an array"));
     }
 
     #[test]

@@ -20,10 +20,25 @@ pub enum EvalError {
     ConfigMismatch { out_dir: PathBuf, difference: String },
     #[error("{path}:{line}: corrupt results line ({message}); fix or remove that line to resume")]
     CorruptResults { path: PathBuf, line: usize, message: String },
-    #[error("writing {path} failed: {source}; the run stopped, finished results are kept (is the disk full?)")]
-    Write { path: PathBuf, source: std::io::Error },
+    #[error("writing {path} failed ({source}){}; the run stopped, finished results are kept", full_disk_hint(.source))]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the output directory {0} is a file; name a directory (it is created if missing)")]
+    OutIsAFile(PathBuf),
+    #[error(
+        "{out_dir} is being written by another run (it holds {out_dir}/run.lock); \
+         wait for that run to end, or use another --out directory"
+    )]
+    Busy { out_dir: PathBuf },
     #[error("reading {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("building the context for {dataset}/{id} with `{strategy}`: {message}")]
     Context { dataset: String, id: String, strategy: String, message: String },
     #[error(
@@ -35,6 +50,29 @@ pub enum EvalError {
     Plot { path: PathBuf, message: String },
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error("{path}: {message}")]
+    Report { path: PathBuf, message: String },
+    #[error("{0}")]
+    UnknownDataset(String),
+    #[error("downloading {url}: {message}")]
+    Download { url: String, message: String },
+    #[error(
+        "{file} from {url} has sha256 {actual}, but {expected} is pinned; the download was deleted. \
+         The source may have changed or the transfer was corrupted: try again, and if it persists the \
+         registry entry needs review"
+    )]
+    ChecksumMismatch { file: String, url: String, expected: String, actual: String },
+    #[error("converting {name}: {message}")]
+    Convert { name: String, message: String },
 }
 
 pub type Result<T, E = EvalError> = std::result::Result<T, E>;
+
+/// Said only when it is so: a write refused for another reason (a file where a directory should be,
+/// no permission) must not send the user looking for disk space.
+fn full_disk_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => " (the disk is full)",
+        _ => "",
+    }
+}

@@ -9,7 +9,6 @@
 //! replaced by the earlier steps' answers), else the question itself.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,6 +20,7 @@ use hopwise_reason::uncertainty::{jaccard_matrix, Estimator};
 use hopwise_reason::Ctx;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::{next_line, open_regular, Line, MAX_LINE_BYTES};
 use crate::error::{EvalError, Result};
 use crate::metrics::score_answer;
 
@@ -59,21 +59,28 @@ pub struct GateRecord {
 
 /// Reads up to `limit` examples of a normalised JSONL dataset and turns them into items.
 pub fn gate_items(path: &Path, limit: Option<usize>) -> Result<Vec<GateItem>> {
-    let file = std::fs::File::open(path).map_err(|e| EvalError::Read { path: path.to_path_buf(), source: e })?;
+    let mut reader = open_regular(path)?;
+    let read_err = |e| EvalError::Read { path: path.to_path_buf(), source: e };
+    let bad_line = |n: usize, message: String| EvalError::Dataset {
+        path: path.to_path_buf(),
+        message: format!("line {}: {message}", n + 1),
+    };
     let mut items = Vec::new();
     let mut examples = 0;
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+    let mut line = Vec::new();
+    for n in 0.. {
         if limit.is_some_and(|l| examples >= l) {
             break;
         }
-        let line = line.map_err(|e| EvalError::Read { path: path.to_path_buf(), source: e })?;
-        if line.trim().is_empty() {
+        let text = match next_line(&mut reader, &mut line, MAX_LINE_BYTES).map_err(read_err)? {
+            Line::End => break,
+            Line::TooLong => return Err(bad_line(n, format!("longer than {} MiB", MAX_LINE_BYTES >> 20))),
+            Line::Complete => std::str::from_utf8(&line).map_err(|e| bad_line(n, format!("not valid UTF-8: {e}")))?,
+        };
+        if text.trim().is_empty() {
             continue;
         }
-        let record: serde_json::Value = serde_json::from_str(&line).map_err(|e| EvalError::Dataset {
-            path: path.to_path_buf(),
-            message: format!("line {}: {e}", n + 1),
-        })?;
+        let record: serde_json::Value = serde_json::from_str(text).map_err(|e| bad_line(n, e.to_string()))?;
         examples += 1;
         items.extend(items_of(&record));
     }
@@ -313,5 +320,23 @@ mod tests {
         assert_eq!(items[1].question, "What is the father of Henry Baring?");
         let hotpot = serde_json::json!({"id": "h", "question": "Which band?", "answers": ["Rush"]});
         assert_eq!(items_of(&hotpot)[0].kind, "question");
+    }
+
+    /// The dataset reader's bounds hold here too: a device is refused before reading, and a line over
+    /// the limit is named as such instead of being held in memory whole.
+    #[test]
+    fn devices_are_refused_and_lines_are_bounded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("long.jsonl");
+        let long = format!("{{\"id\": \"l\", \"question\": \"{}\", \"answers\": [\"a\"]}}\n", "x".repeat(crate::dataset::MAX_LINE_BYTES));
+        std::fs::write(&path, long).expect("write");
+        let err = match gate_items(&path, None) {
+            Ok(items) => panic!("{} items read from a line over the limit", items.len()),
+            Err(e) => e,
+        };
+        assert!(err.to_string().contains("line 1: longer than"), "{err}");
+
+        let err = gate_items(Path::new("/dev/zero"), Some(1)).expect_err("a device is no dataset");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 }

@@ -1,5 +1,6 @@
 //! Plots (SVG and PNG): accuracy against retrieval rounds per strategy, and accuracy per question
-//! type. Text is drawn with a TrueType font found at run time (`HOPWISE_PLOT_FONT`, or a common
+//! type; [`render`] draws any [`Figure`] to both formats (the cost-accuracy plots of the report use
+//! it too). Text is drawn with a TrueType font found at run time (`HOPWISE_PLOT_FONT`, or a common
 //! system font), so the build needs no system font libraries.
 
 use std::path::{Path, PathBuf};
@@ -24,10 +25,10 @@ const FONT_CANDIDATES: &[&str] = &[
     "C:\\Windows\\Fonts\\arial.ttf",
 ];
 
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 /// Registers a font for plot text once per process; the path used, or why none was found.
-fn ensure_font() -> std::result::Result<&'static Path, String> {
+pub(crate) fn ensure_font() -> std::result::Result<&'static Path, String> {
     static REGISTERED: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     let result = REGISTERED.get_or_init(|| {
         let from_env = std::env::var_os("HOPWISE_PLOT_FONT").map(PathBuf::from);
@@ -52,13 +53,13 @@ pub fn draw_all(summary: &Summary, dir: &Path) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir).map_err(|e| EvalError::Write { path: dir.to_path_buf(), source: e })?;
     let mut notes = Vec::new();
     let rounds = dir.join("accuracy_vs_rounds");
-    render(&rounds, (900, 600), summary, Figure::AccuracyVsRounds)?;
+    render(&rounds, (900, 600), &SummaryFigure { summary, kind: Kind::AccuracyVsRounds })?;
     for dataset in &summary.datasets {
         if summary.by_type.iter().filter(|c| &c.dataset == dataset).count() == 0 {
             continue;
         }
         let stem = dir.join(format!("per_type_{}", sanitize(dataset)));
-        if let Err(e) = render(&stem, (1000, 600), summary, Figure::PerType(dataset)) {
+        if let Err(e) = render(&stem, (1000, 600), &SummaryFigure { summary, kind: Kind::PerType(dataset) }) {
             notes.push(e.to_string());
         }
     }
@@ -69,49 +70,59 @@ fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
-enum Figure<'a> {
+/// Something drawable on any plotters backend, so one description yields both SVG and PNG.
+pub(crate) trait Figure {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> std::result::Result<(), String>
+    where
+        DB::ErrorType: 'static;
+}
+
+enum Kind<'a> {
     AccuracyVsRounds,
     PerType(&'a str),
 }
 
-fn draw_figure<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    summary: &Summary,
-    figure: &Figure<'_>,
-) -> std::result::Result<(), String>
-where
-    DB::ErrorType: 'static,
-{
-    match figure {
-        Figure::AccuracyVsRounds => draw_accuracy_vs_rounds(root, summary),
-        Figure::PerType(dataset) => draw_per_type(root, summary, dataset),
+struct SummaryFigure<'a> {
+    summary: &'a Summary,
+    kind: Kind<'a>,
+}
+
+impl Figure for SummaryFigure<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> std::result::Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        match self.kind {
+            Kind::AccuracyVsRounds => draw_accuracy_vs_rounds(root, self.summary),
+            Kind::PerType(dataset) => draw_per_type(root, self.summary, dataset),
+        }
     }
 }
 
 /// Draws one figure to `<stem>.svg` and `<stem>.png`.
-fn render(stem: &Path, size: (u32, u32), summary: &Summary, figure: Figure<'_>) -> Result<()> {
+pub(crate) fn render(stem: &Path, size: (u32, u32), figure: &impl Figure) -> Result<()> {
     let svg = stem.with_extension("svg");
     let png = stem.with_extension("png");
     let fail = |path: &Path, message: String| EvalError::Plot { path: path.to_path_buf(), message };
     {
         let root = SVGBackend::new(&svg, size).into_drawing_area();
-        draw_figure(&root, summary, &figure).map_err(|m| fail(&svg, m))?;
+        figure.draw(&root).map_err(|m| fail(&svg, m))?;
         root.present().map_err(|e| fail(&svg, e.to_string()))?;
     }
     {
         let root = BitMapBackend::new(&png, size).into_drawing_area();
-        draw_figure(&root, summary, &figure).map_err(|m| fail(&png, m))?;
+        figure.draw(&root).map_err(|m| fail(&png, m))?;
         root.present().map_err(|e| fail(&png, e.to_string()))?;
     }
     Ok(())
 }
 
-fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     let c = Palette99::pick(i).to_rgba();
     RGBColor(c.0, c.1, c.2)
 }
 
-fn err<E: std::fmt::Display>(e: E) -> String {
+pub(crate) fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
@@ -263,6 +274,7 @@ mod tests {
             datasets: vec!["hotpotqa".into()],
             cells: vec![cell("cot", "hotpotqa", 0.5, 0.0), cell("rtr", "hotpotqa", 0.75, 1.0)],
             overall: vec![],
+            paired: vec![],
             config: None,
             by_type: vec![
                 TypeCell {

@@ -177,6 +177,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(err)
 }
 
+/// A record with the given scores, for the unit tests of the aggregating modules.
+#[cfg(test)]
+pub(crate) fn scored_record(dataset: &str, id: &str, strategy: &str, accuracy: f64, f1: f64) -> ResultRecord {
+    ResultRecord {
+        dataset: dataset.into(),
+        id: id.into(),
+        strategy: strategy.into(),
+        question: "q".into(),
+        qtype: None,
+        task: Task::Qa,
+        prediction: "p".into(),
+        gold: vec!["g".into()],
+        metrics: RecordMetrics { accuracy, cover_em: accuracy, em: accuracy, f1, rouge_l: 0.0, label_accuracy: None },
+        retrieval: None,
+        stats: Stats::default(),
+        seconds: 1.0,
+        best_effort: false,
+        error: None,
+        trace: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,7 +286,7 @@ mod tests {
         let mut log = ResultsLog::with_file(PathBuf::from("out/results.jsonl"), disk, 0);
         log.append(&record("1", "cot")).expect("first fits");
         let err = log.append(&record("2", "cot")).expect_err("second does not fit");
-        assert!(err.to_string().contains("disk full"), "{err}");
+        assert!(err.to_string().contains("the disk is full"), "{err}");
         assert_eq!(log.file.data.len(), one, "the partial second line was cut off");
         assert_eq!(log.file.data.last(), Some(&b'\n'));
     }

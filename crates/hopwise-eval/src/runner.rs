@@ -1,7 +1,8 @@
 //! The evaluation runner: every (dataset, example, strategy) job runs through a caller-given context
 //! factory, at most `concurrency` at a time; each finished job is appended to `results.jsonl` (one
 //! fsync'd line) with its trace under `traces/<strategy>/<dataset>/<id>.json`. Jobs already in
-//! `results.jsonl` are skipped, so a killed run resumes where it stopped.
+//! `results.jsonl` are skipped, so a killed run resumes where it stopped. One run at a time writes to
+//! a directory (`lock`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use tokio::task::JoinSet;
 use crate::config::{check_run_dir, EvalConfig};
 use crate::dataset::{load_dataset, Example, SkippedRecord, Task};
 use crate::error::{EvalError, Result};
+use crate::lock::RunLock;
 use crate::metrics::{label_accuracy, retrieval_scores, score_answer, RetrievalScores};
 use crate::progress::{ProgressSink, ProgressSnapshot};
 use crate::results::{write_atomic, RecordKey, RecordMetrics, ResultRecord, ResultsLog};
@@ -94,6 +96,10 @@ pub async fn run_eval(
     }
     let mut strategies: Vec<(String, Arc<dyn Strategy>)> = Vec::new();
     for name in &config.strategies {
+        // `direct,direct` names one strategy: each job runs once.
+        if strategies.iter().any(|(seen, _)| seen == name) {
+            continue;
+        }
         let strategy: Arc<dyn Strategy> = Arc::from(build(name, &config.options_for(name))?);
         strategies.push((name.clone(), strategy));
     }
@@ -111,7 +117,9 @@ pub async fn run_eval(
     }
 
     let out = config.out_dir.clone();
-    std::fs::create_dir_all(&out).map_err(|e| EvalError::Write { path: out.clone(), source: e })?;
+    create_out_dir(&out)?;
+    // Held until this function returns: no second run writes here meanwhile.
+    let _lock = RunLock::acquire(&out)?;
     check_run_dir(&out, &config.fingerprint()?)?;
     let (mut log, finished) = ResultsLog::open(&out.join("results.jsonl"))?;
     let finished: HashMap<RecordKey, f64> = finished.iter().map(|r| (r.key(), r.metrics.accuracy)).collect();
@@ -219,6 +227,14 @@ pub async fn run_eval(
         notes.push(format!("time budget reached: {not_started} jobs not started; run again to resume"));
     }
     Ok(RunOutcome { total, resumed, ran, failed, not_started, skipped, summary, notes })
+}
+
+/// Creates the output directory, or names the problem when a file stands in its way.
+fn create_out_dir(out: &Path) -> Result<()> {
+    if out.exists() && !out.is_dir() {
+        return Err(EvalError::OutIsAFile(out.to_path_buf()));
+    }
+    std::fs::create_dir_all(out).map_err(|e| EvalError::Write { path: out.to_path_buf(), source: e })
 }
 
 /// Rewrites `summary.md`, `summary.json` and (optionally) the plots from `results.jsonl`. A plot that

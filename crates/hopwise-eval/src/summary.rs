@@ -7,9 +7,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bootstrap::{mean_interval, Interval};
 use crate::dataset::Task;
 use crate::error::Result;
 use crate::metrics::{breakdown, mean};
+use crate::paired::{compare, PairedComparison, BASELINE};
 use crate::results::{read_results, write_atomic, ResultRecord};
 
 /// Means over the records of one strategy on one dataset (or on all datasets).
@@ -40,6 +42,17 @@ pub struct Cell {
     /// Retrieval metrics over the records that have them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<RetrievalCell>,
+    /// 95 % bootstrap intervals over the cell's questions (`None` for an empty cell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<Intervals>,
+}
+
+/// Percentile-bootstrap intervals of a cell's means (see [`crate::bootstrap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Intervals {
+    pub accuracy: Interval,
+    pub em: Interval,
+    pub f1: Interval,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -71,6 +84,9 @@ pub struct Summary {
     /// One per strategy over all its records.
     pub overall: Vec<Cell>,
     pub by_type: Vec<TypeCell>,
+    /// Every strategy against rtr on the same questions, per dataset (when the run has rtr).
+    #[serde(default)]
+    pub paired: Vec<PairedComparison>,
     /// The run's configuration (`run.json`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<crate::config::RunFingerprint>,
@@ -113,7 +129,35 @@ fn cell(strategy: &str, dataset: Option<&str>, records: &[&ResultRecord]) -> Cel
         completion_tokens: m(&|r| r.stats.completion_tokens as f64),
         cached_prompt_tokens: m(&|r| r.stats.cached_prompt_tokens as f64),
         retrieval,
+        intervals: intervals(records),
     }
+}
+
+fn intervals(records: &[&ResultRecord]) -> Option<Intervals> {
+    let scores = |f: &dyn Fn(&ResultRecord) -> f64| -> Vec<f64> { records.iter().map(|r| f(r)).collect() };
+    Some(Intervals {
+        accuracy: mean_interval(&scores(&|r| r.metrics.accuracy))?,
+        em: mean_interval(&scores(&|r| r.metrics.em))?,
+        f1: mean_interval(&scores(&|r| r.metrics.f1))?,
+    })
+}
+
+/// Every strategy against [`BASELINE`] on each dataset, in strategy order.
+fn paired_with_baseline(unique: &[&ResultRecord], strategies: &[String], datasets: &[String]) -> Vec<PairedComparison> {
+    let of = |strategy: &str, dataset: &str| -> Vec<&ResultRecord> {
+        unique.iter().copied().filter(|r| r.strategy == strategy && r.dataset == dataset).collect()
+    };
+    let mut out = Vec::new();
+    for dataset in datasets {
+        let baseline = of(BASELINE, dataset);
+        if baseline.is_empty() {
+            continue;
+        }
+        for strategy in strategies.iter().filter(|s| s.as_str() != BASELINE) {
+            out.extend(compare(dataset, BASELINE, &baseline, strategy, &of(strategy, dataset)));
+        }
+    }
+    out
 }
 
 /// Aggregates records. A key (dataset, id, strategy) seen twice counts once (the first). Strategies
@@ -154,11 +198,57 @@ pub fn summarize(records: &[ResultRecord]) -> Summary {
             }
         }
     }
-    Summary { records: unique.len(), strategies, datasets, cells, overall, by_type, config: None }
+    let paired = paired_with_baseline(&unique, &strategies, &datasets);
+    Summary { records: unique.len(), strategies, datasets, cells, overall, by_type, paired, config: None }
 }
 
 fn pct(x: f64) -> String {
     format!("{:.2}", 100.0 * x)
+}
+
+/// ` [28.00, 56.00]`: an interval in percent, after its value in summary.md.
+fn bracket(interval: Option<Interval>) -> String {
+    interval.map_or_else(String::new, |i| format!(" [{}, {}]", pct(i.low), pct(i.high)))
+}
+
+/// `42.0 [28.0, 56.0]`: a mean and its interval, in percent.
+pub fn pct_with_interval(value: f64, interval: Option<Interval>) -> String {
+    match interval {
+        Some(i) => format!("{:.1} [{:.1}, {:.1}]", 100.0 * value, 100.0 * i.low, 100.0 * i.high),
+        None => format!("{:.1}", 100.0 * value),
+    }
+}
+
+/// `+4.0 [-6.0, 14.0]`: a paired difference and its interval, in percentage points.
+pub fn points_with_interval(difference: &crate::bootstrap::PairedDifference) -> String {
+    let i = difference.interval;
+    format!("{:+.1} [{:+.1}, {:+.1}]", 100.0 * difference.mean, 100.0 * i.low, 100.0 * i.high)
+}
+
+/// The paired comparisons as a Markdown table.
+pub fn render_paired(out: &mut String, paired: &[PairedComparison]) {
+    let _ = writeln!(
+        out,
+        "| dataset | strategy | vs | n | Δ cover-EM (pp) [95% CI] | Δ F1 (pp) [95% CI] | wins / ties / losses |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|");
+    for p in paired {
+        let a = &p.accuracy;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} / {} / {} |",
+            p.dataset,
+            p.strategy,
+            p.baseline,
+            a.n,
+            points_with_interval(a),
+            points_with_interval(&p.f1),
+            a.wins,
+            a.ties,
+            a.losses
+        );
+    }
+    out.push('\n');
 }
 
 fn metric_table(out: &mut String, s: &Summary, title: &str, value: &dyn Fn(&Cell) -> String) {
@@ -193,21 +283,36 @@ pub fn render_markdown(s: &Summary) -> String {
         );
     }
     let _ = writeln!(out, "## Accuracy\n");
+    let _ = writeln!(
+        out,
+        "Brackets: 95 % percentile-bootstrap interval over the cell's questions ({} resamples, fixed seed).\n",
+        crate::bootstrap::RESAMPLES
+    );
     metric_table(&mut out, s, "cover-EM (fact checking: label accuracy)", &|c| {
-        format!("{} (n={})", pct(c.accuracy), c.n)
+        format!("{} (n={}){}", pct(c.accuracy), c.n, bracket(c.intervals.map(|i| i.accuracy)))
     });
-    metric_table(&mut out, s, "EM", &|c| pct(c.em));
-    metric_table(&mut out, s, "F1", &|c| pct(c.f1));
+    metric_table(&mut out, s, "EM", &|c| format!("{}{}", pct(c.em), bracket(c.intervals.map(|i| i.em))));
+    metric_table(&mut out, s, "F1", &|c| format!("{}{}", pct(c.f1), bracket(c.intervals.map(|i| i.f1))));
     metric_table(&mut out, s, "ROUGE-L", &|c| pct(c.rouge_l));
 
+    if !s.paired.is_empty() {
+        let _ = writeln!(out, "## Paired with {BASELINE} (same questions)\n");
+        let _ = writeln!(
+            out,
+            "Differences are `strategy - {BASELINE}` per question, averaged; the interval resamples questions \
+             (pairs kept together). Wins / ties / losses count questions by cover-EM.\n"
+        );
+        render_paired(&mut out, &s.paired);
+    }
+
     let _ = writeln!(out, "## Efficiency (mean per question)\n");
-    let _ = writeln!(out, "| strategy | dataset | n | input words | output words | LLM calls | retrieval rounds | seconds | prompt tokens | cached prompt tokens | errors | best-effort |");
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "| strategy | dataset | n | input words | output words | LLM calls | retrieval rounds | seconds | prompt tokens | cached prompt tokens | completion tokens | errors | best-effort |");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let rows = s.overall.iter().chain(s.cells.iter());
     for c in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {} | {} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {:.1} | {} | {} |",
             c.strategy,
             c.dataset.as_deref().unwrap_or("**all**"),
             c.n,
@@ -218,6 +323,7 @@ pub fn render_markdown(s: &Summary) -> String {
             c.seconds,
             c.prompt_tokens,
             c.cached_prompt_tokens,
+            c.completion_tokens,
             c.errors,
             c.best_effort
         );
@@ -295,43 +401,52 @@ pub fn accuracy_table(s: &Summary) -> BTreeMap<(String, String), f64> {
 
 #[cfg(test)]
 mod tests {
-    use hopwise_core::Stats;
-
     use super::*;
-    use crate::results::RecordMetrics;
+    use crate::results::scored_record;
 
-    fn record(id: &str, prompt_tokens: u64, cached_prompt_tokens: u64) -> ResultRecord {
-        ResultRecord {
-            dataset: "d".into(),
-            id: id.into(),
-            strategy: "toqd".into(),
-            question: "q".into(),
-            qtype: None,
-            task: Task::Qa,
-            prediction: "p".into(),
-            gold: vec!["p".into()],
-            metrics: RecordMetrics::default(),
-            retrieval: None,
-            stats: Stats { prompt_tokens, cached_prompt_tokens, ..Stats::default() },
-            seconds: 1.0,
-            best_effort: false,
-            error: None,
-            trace: None,
-        }
+    /// rtr right on questions 0..8 of 20, toqd on 4..14: toqd wins 6, loses 4, ties 10.
+    fn records() -> Vec<ResultRecord> {
+        let score = |hit: bool| f64::from(u8::from(hit));
+        let mut out: Vec<ResultRecord> =
+            (0..20).map(|i| scored_record("d", &i.to_string(), "rtr", score(i < 8), score(i < 8))).collect();
+        out.extend((0..20).map(|i| {
+            let mut r = scored_record("d", &i.to_string(), "toqd", score((4..14).contains(&i)), 0.5);
+            r.stats.prompt_tokens = 300;
+            r.stats.cached_prompt_tokens = if i % 2 == 0 { 200 } else { 0 };
+            r
+        }));
+        out
     }
 
     #[test]
-    fn cached_prompt_tokens_are_averaged_and_shown() {
-        let summary = summarize(&[record("a", 1000, 600), record("b", 500, 100)]);
-        let cell = summary.cell("toqd", "d").expect("cell");
-        assert_eq!((cell.prompt_tokens, cell.cached_prompt_tokens), (750.0, 350.0));
-        let markdown = render_markdown(&summary);
-        assert!(markdown.contains("| prompt tokens | cached prompt tokens |"), "{markdown}");
-        assert!(markdown.contains("| 750.0 | 350.0 |"), "{markdown}");
-        // Summaries written before the field existed still load.
-        let mut old = serde_json::to_value(cell).expect("json");
-        old.as_object_mut().expect("object").remove("cached_prompt_tokens");
-        let back: Cell = serde_json::from_value(old).expect("old cell loads");
-        assert_eq!(back.cached_prompt_tokens, 0.0);
+    fn cells_carry_intervals_and_efficiency_and_pair_with_rtr() {
+        let s = summarize(&records());
+        let toqd = s.cell("toqd", "d").expect("toqd cell");
+        let i = toqd.intervals.expect("intervals");
+        assert_eq!(toqd.accuracy, 0.5);
+        assert!(i.accuracy.low < 0.5 && 0.5 < i.accuracy.high && i.accuracy.low >= 0.0, "{i:?}");
+        assert_eq!(i.f1, Interval { low: 0.5, high: 0.5 }, "every question scored 0.5");
+        assert_eq!((toqd.prompt_tokens, toqd.cached_prompt_tokens), (300.0, 100.0));
+        assert_eq!(summarize(&records()), s, "fixed seed: the same records give the same summary");
+
+        assert_eq!(s.paired.len(), 1);
+        let p = &s.paired[0].accuracy;
+        assert_eq!((p.n, p.wins, p.ties, p.losses), (20, 6, 10, 4));
+        assert!((p.mean - 0.1).abs() < 1e-12 && p.interval.contains(0.1), "{p:?}");
+
+        let md = render_markdown(&s);
+        let bracket = format!("| 50.00 (n=20) [{:.2}, {:.2}] |", 100.0 * i.accuracy.low, 100.0 * i.accuracy.high);
+        assert!(md.contains(&bracket), "{md}");
+        assert!(md.contains("| d | toqd | rtr | 20 | +10.0 ["), "{md}");
+        assert!(md.contains("| 6 / 10 / 4 |"), "{md}");
+    }
+
+    #[test]
+    fn rows_written_before_cached_prompt_tokens_existed_read_as_zero() {
+        let mut json = serde_json::to_value(&records()[20]).expect("to json");
+        let stats = json["stats"].as_object_mut().expect("stats object");
+        assert!(stats.remove("cached_prompt_tokens").is_some());
+        let old: ResultRecord = serde_json::from_value(json).expect("an older row still reads");
+        assert_eq!((old.stats.prompt_tokens, old.stats.cached_prompt_tokens), (300, 0));
     }
 }

@@ -251,6 +251,62 @@ fn the_run_future_can_be_spawned() {
     assert_send(&fut);
 }
 
+/// Two runs on one output directory: the second is refused while the first writes, so no job is
+/// written twice; once the first is done, the second resumes with nothing left to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_on_the_same_directory_is_refused_while_the_first_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = write_dataset(dir.path(), "alpha", 12);
+    let out = dir.path().join("out");
+    let cfg = config(vec![data], &["direct", "cot"], &out);
+    let first = {
+        let cfg = cfg.clone();
+        tokio::spawn(async move { run_eval(&cfg, factory(Duration::from_millis(40), true), &NoProgress).await })
+    };
+    // Wait until the first run has written something, so it surely holds the directory.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::fs::read(out.join("results.jsonl")).map(|b| b.is_empty()).unwrap_or(true) {
+        assert!(std::time::Instant::now() < deadline, "the first run wrote nothing");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let err = run_eval(&cfg, factory(Duration::ZERO, true), &NoProgress).await.expect_err("directory in use");
+    assert!(matches!(err, EvalError::Busy { .. }), "{err}");
+    assert!(err.to_string().contains("another run"), "{err}");
+
+    let done = first.await.expect("join").expect("first run");
+    assert_eq!(done.ran, 24);
+    let again = run_eval(&cfg, factory(Duration::ZERO, true), &NoProgress).await.expect("free again");
+    assert_eq!((again.resumed, again.ran), (24, 0));
+    let lines = raw_lines(&out);
+    let keys: HashSet<String> = lines.iter().map(|l| format!("{}/{}", l["id"], l["strategy"])).collect();
+    assert_eq!((lines.len(), keys.len()), (24, 24), "every job once");
+}
+
+#[tokio::test]
+async fn a_strategy_named_twice_runs_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = write_dataset(dir.path(), "alpha", 3);
+    let out = dir.path().join("out");
+    let outcome =
+        run_eval(&config(vec![data], &["direct", "direct"], &out), factory(Duration::ZERO, true), &NoProgress)
+            .await
+            .expect("run");
+    assert_eq!((outcome.total, outcome.ran), (3, 3));
+    assert_eq!(raw_lines(&out).len(), 3);
+}
+
+#[tokio::test]
+async fn an_output_path_that_is_a_file_is_named_as_such() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = write_dataset(dir.path(), "alpha", 2);
+    let out = dir.path().join("taken");
+    std::fs::write(&out, "not a directory").expect("write");
+    let err =
+        run_eval(&config(vec![data], &["direct"], &out), factory(Duration::ZERO, true), &NoProgress).await.unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("is a file") && !msg.contains("disk"), "{msg}");
+}
+
 /// A time budget ends the run between questions: what started is finished and written, nothing more
 /// starts, and the next run resumes with exactly the jobs left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

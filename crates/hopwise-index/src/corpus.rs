@@ -313,9 +313,16 @@ fn decode(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, bool) {
 
 #[derive(Deserialize)]
 struct RawRecord {
+    /// `Some(Null)` for `"id": null`, which is not a missing id.
+    #[serde(default, deserialize_with = "present")]
     id: Option<serde_json::Value>,
     title: Option<String>,
     text: Option<String>,
+}
+
+/// A field that is present, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<serde_json::Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
 }
 
 /// Parses one JSONL line into a document, or an issue saying why it was skipped.
@@ -435,6 +442,8 @@ mod tests {
             let item = parse_record(line, "f:1");
             assert!(matches!(item, CorpusItem::Issue(Issue { kind: IssueKind::Malformed, .. })), "{line}: {item:?}");
         }
+        let CorpusItem::Issue(issue) = parse_record(r#"{"id": null, "text": "x"}"#, "f:1") else { panic!() };
+        assert!(issue.message.contains("must be a string or a number"), "{}", issue.message);
     }
 
     #[test]

@@ -41,4 +41,4 @@ pub mod testing;
 mod wire;
 
 pub use cache::{CacheMode, CacheStats, CachedLlm, DiskCache};
-pub use openai::{OpenAiConfig, OpenAiLlm};
+pub use openai::{redact_url, OpenAiConfig, OpenAiLlm};

@@ -150,8 +150,11 @@ impl OpenAiLlm {
         let timeout = positive_secs(config.timeout_secs, "timeout_secs")?;
         let connect_timeout = positive_secs(config.connect_timeout_secs, "connect_timeout_secs")?;
         let retry_after_cap = positive_secs(config.retry_after_max_secs, "retry_after_max_secs")?;
-        if config.max_in_flight == 0 {
-            return Err(Error::Config("openai backend: `max_in_flight` must be at least 1".into()));
+        if config.max_in_flight == 0 || config.max_in_flight > Semaphore::MAX_PERMITS {
+            return Err(Error::Config(format!(
+                "openai backend: `max_in_flight` must be between 1 and {}",
+                Semaphore::MAX_PERMITS
+            )));
         }
 
         let mut headers = HeaderMap::new();
@@ -410,16 +413,25 @@ impl Llm for OpenAiLlm {
     }
 }
 
+/// `{base_url}/{path}`: the path is appended to the base URL's path, and the base URL's query (some
+/// gateways want `?api-version=…`) is kept, so `http://h/v1?x=1` posts to `http://h/v1/chat/completions?x=1`.
 fn endpoint_url(base_url: &str, path: &str) -> Result<Url> {
-    let joined = format!("{}/{path}", base_url.trim().trim_end_matches('/'));
-    let url = Url::parse(&joined)
-        .map_err(|e| Error::Config(format!("openai backend: invalid base_url `{}`: {e}", shown_base(base_url))))?;
+    let invalid =
+        |why: String| Error::Config(format!("openai backend: invalid base_url `{}`: {why}", redact_url(base_url)));
+    let mut url = Url::parse(base_url.trim()).map_err(|e| invalid(e.to_string()))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(Error::Config(format!(
             "openai backend: base_url `{}` must start with http:// or https://",
-            shown_base(base_url)
+            redact_url(base_url)
         )));
     }
+    url.set_fragment(None);
+    let base_path = url.path().trim_end_matches('/').to_string();
+    url.set_path(&base_path);
+    url.path_segments_mut()
+        .map_err(|()| invalid("it cannot have a path".into()))?
+        .pop_if_empty()
+        .extend(path.split('/'));
     Ok(url)
 }
 
@@ -434,11 +446,17 @@ fn shown_url(url: &Url) -> String {
     shown.to_string()
 }
 
-/// An unparseable base URL, shown without anything that may be a credential.
-fn shown_base(base_url: &str) -> String {
-    match base_url.split_once('@') {
+/// A base URL as it may appear in messages and logs: without user, password, query or fragment
+/// (which may hold credentials). An unparseable one loses everything up to its last `@`, and its query.
+pub fn redact_url(base_url: &str) -> String {
+    let trimmed = base_url.trim();
+    if let Some(url) = Url::parse(trimmed).ok().filter(Url::has_host) {
+        return shown_url(&url);
+    }
+    let without_query = trimmed.split(['?', '#']).next().unwrap_or("");
+    match without_query.rsplit_once('@') {
         Some((_, host)) => format!("…@{host}"),
-        None => base_url.to_string(),
+        None => without_query.to_string(),
     }
 }
 
@@ -494,10 +512,17 @@ fn transport_failure(error: &reqwest::Error) -> Failure {
     Failure::new(kind, message)
 }
 
-/// The start of a body, on one line, for error messages.
+/// The start of a body, on one line, for error messages. Control characters (terminal escape
+/// sequences included) become U+FFFD: a server's error body must not drive the user's terminal.
 fn snippet(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
     if one_line.is_empty() {
         return "(empty body)".into();
     }
@@ -530,6 +555,20 @@ mod tests {
         assert!(shown.contains("host/v1/chat/completions"));
         let err = endpoint_url("http://user:secret@[bad/v1", "models").unwrap_err().to_string();
         assert!(!err.contains("secret"), "{err}");
+        for raw in ["http://u:pw-secret@h:1/v1?key=secret2", "http://u:pw-secret@[bad/v1?key=secret2", " u:secret@h "] {
+            let shown = redact_url(raw);
+            assert!(!shown.contains("secret"), "{raw} -> {shown}");
+        }
+        assert_eq!(redact_url("http://h:1/v1"), "http://h:1/v1");
+    }
+
+    #[test]
+    fn a_query_in_the_base_url_stays_a_query() {
+        let url = endpoint_url("http://h:1/v1?api-version=2024-06-01#frag", "chat/completions").unwrap();
+        assert_eq!(url.as_str(), "http://h:1/v1/chat/completions?api-version=2024-06-01");
+        let root = endpoint_url("http://h:1/?k=v", "models").unwrap();
+        assert_eq!(root.as_str(), "http://h:1/models?k=v");
+        assert_eq!(endpoint_url("http://h:1/v1//", "models").unwrap().as_str(), "http://h:1/v1/models");
     }
 
     #[test]
@@ -561,6 +600,7 @@ mod tests {
         let s = snippet(long.as_bytes());
         assert_eq!(s.chars().count(), SNIPPET_CHARS + 1);
         assert_eq!(snippet(&[0xff, 0xfe, b'x']), "\u{fffd}\u{fffd}x");
+        assert_eq!(snippet(b"\x1b[31mred\x1b[0m \x07bell"), "\u{fffd}[31mred\u{fffd}[0m \u{fffd}bell");
     }
 
     #[test]
@@ -572,6 +612,7 @@ mod tests {
             OpenAiConfig { timeout_secs: 0.0, ..ok.clone() },
             OpenAiConfig { timeout_secs: f64::NAN, ..ok.clone() },
             OpenAiConfig { max_in_flight: 0, ..ok.clone() },
+            OpenAiConfig { max_in_flight: usize::MAX, ..ok.clone() },
             OpenAiConfig { headers: [("bad header".to_string(), "v".to_string())].into(), ..ok.clone() },
             OpenAiConfig { api_key_env: Some("HOPWISE_TEST_SURELY_UNSET_VAR".into()), ..ok.clone() },
         ] {

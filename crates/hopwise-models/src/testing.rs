@@ -1,7 +1,10 @@
 //! Test support: [`MockOpenAiServer`], a real HTTP server on loopback that speaks the OpenAI
 //! chat-completions protocol by delegating to any [`Llm`] (typically
 //! [`hopwise_core::scripted::ScriptedLlm`]), with faults that tests can inject: error statuses, rate
-//! limits with `Retry-After`, garbage bodies, slow responses, and the quirks of real servers around `n`.
+//! limits with `Retry-After`, garbage bodies, empty replies, slow responses, requests that are never
+//! answered (hang), bodies sent a byte at a time (drip), and the quirks of real servers around `n`.
+//! Faults are queued one per request, or made sticky for every request until [`MockOpenAiServer::heal`].
+//! Each server answers from its own model, so two servers on two addresses give two sets of answers.
 //!
 //! Public (not `cfg(test)`) so the tests of other crates and of the server can use it.
 
@@ -11,9 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -30,8 +33,16 @@ pub enum Fault {
     Status { status: u16, retry_after: Option<String> },
     /// 200 with an HTML body, as a misconfigured proxy would send.
     Garbage,
+    /// This status with this body as `text/plain`, byte for byte (escape sequences included).
+    Raw { status: u16, body: String },
     /// 200 with valid JSON that has no `choices`.
     NoChoices,
+    /// 200 with one choice whose content is empty.
+    EmptyReply,
+    /// Never answers: the request stays open until the client gives up or the server stops.
+    Hang,
+    /// 200 with a valid answer (`"dripped"`) whose body is sent one byte per `interval`.
+    Drip { interval: Duration },
 }
 
 /// How the mock imitates particular servers.
@@ -49,6 +60,10 @@ struct Behaviour {
 /// One request as the mock received it.
 #[derive(Debug, Clone)]
 pub struct ReceivedRequest {
+    /// The request path, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// The query string without `?`, if any.
+    pub query: Option<String>,
     pub authorization: Option<String>,
     /// The JSON body, or `Value::Null` when it was not JSON.
     pub body: serde_json::Value,
@@ -57,6 +72,12 @@ pub struct ReceivedRequest {
 struct MockState {
     llm: Arc<dyn Llm>,
     faults: Mutex<VecDeque<Fault>>,
+    /// Served to every request (after the queued ones) until healed.
+    sticky: Mutex<Option<Fault>>,
+    /// Requests to paths the mock does not serve.
+    misrouted: Mutex<Vec<String>>,
+    /// Flips to `true` when the server stops, releasing hanging requests.
+    closing: tokio::sync::watch::Receiver<bool>,
     behaviour: Mutex<Behaviour>,
     received: Mutex<Vec<ReceivedRequest>>,
     in_flight: AtomicUsize,
@@ -72,6 +93,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct MockOpenAiServer {
     addr: SocketAddr,
     state: Arc<MockState>,
+    closing: tokio::sync::watch::Sender<bool>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -81,9 +103,13 @@ impl MockOpenAiServer {
     pub async fn start(llm: Arc<dyn Llm>) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
+        let (closing, closing_rx) = tokio::sync::watch::channel(false);
         let state = Arc::new(MockState {
             llm,
             faults: Mutex::new(VecDeque::new()),
+            sticky: Mutex::new(None),
+            misrouted: Mutex::new(Vec::new()),
+            closing: closing_rx,
             behaviour: Mutex::new(Behaviour::default()),
             received: Mutex::new(Vec::new()),
             in_flight: AtomicUsize::new(0),
@@ -93,6 +119,7 @@ impl MockOpenAiServer {
             .route("/v1/chat/completions", post(chat_completions))
             .route("/v1/models", get(models))
             .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+            .fallback(misrouted)
             .with_state(state.clone());
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -103,7 +130,7 @@ impl MockOpenAiServer {
                 tracing::warn!("mock OpenAI server stopped: {e}");
             }
         });
-        Ok(Self { addr, state, stop: Some(stop), task: Some(task) })
+        Ok(Self { addr, state, closing, stop: Some(stop), task: Some(task) })
     }
 
     /// `http://127.0.0.1:PORT/v1`, the value for `OpenAiConfig::base_url`.
@@ -139,6 +166,21 @@ impl MockOpenAiServer {
         for _ in 0..count {
             self.push_fault(Fault::Garbage);
         }
+    }
+
+    /// Every request from now on gets `fault` (after any queued ones), until [`Self::heal`].
+    pub fn fail_always(&self, fault: Fault) {
+        *lock(&self.state.sticky) = Some(fault);
+    }
+
+    /// Ends [`Self::fail_always`]; queued faults stay queued.
+    pub fn heal(&self) {
+        *lock(&self.state.sticky) = None;
+    }
+
+    /// Paths (with their query) of requests to endpoints the mock does not serve.
+    pub fn misrouted(&self) -> Vec<String> {
+        lock(&self.state.misrouted).clone()
     }
 
     /// Every request waits this long before it is answered (faults included).
@@ -178,6 +220,7 @@ impl MockOpenAiServer {
 
     /// Stops accepting connections and waits (up to 5 s) for requests in progress to finish.
     pub async fn shutdown(mut self) {
+        let _ = self.closing.send(true);
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -191,6 +234,7 @@ impl MockOpenAiServer {
 
 impl Drop for MockOpenAiServer {
     fn drop(&mut self) {
+        let _ = self.closing.send(true);
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -243,11 +287,43 @@ fn error_response(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({"error": {"message": message, "type": "mock_error"}}))).into_response()
 }
 
-async fn chat_completions(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn misrouted(State(state): State<Arc<MockState>>, uri: Uri) -> Response {
+    lock(&state.misrouted).push(uri.to_string());
+    error_response(StatusCode::NOT_FOUND, "no such endpoint")
+}
+
+/// Waits until the server stops.
+async fn hang(state: &MockState) {
+    let mut closing = state.closing.clone();
+    let _ = closing.wait_for(|closing| *closing).await;
+}
+
+/// A valid one-choice answer sent one byte per `interval`.
+fn drip(interval: Duration) -> Response {
+    let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "dripped"}, "finish_reason": "stop"}]})
+        .to_string()
+        .into_bytes();
+    let stream = futures::stream::unfold((body, 0usize), move |(body, at)| async move {
+        if at >= body.len() {
+            return None;
+        }
+        tokio::time::sleep(interval).await;
+        let byte = Bytes::copy_from_slice(&body[at..=at]);
+        Some((Ok::<_, std::convert::Infallible>(byte), (body, at + 1)))
+    });
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], Body::from_stream(stream)).into_response()
+}
+
+async fn chat_completions(State(state): State<Arc<MockState>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let _in_flight = InFlight::enter(&state);
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string);
     let body_json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
-    lock(&state.received).push(ReceivedRequest { authorization: authorization.clone(), body: body_json });
+    lock(&state.received).push(ReceivedRequest {
+        path: uri.path().to_string(),
+        query: uri.query().map(str::to_string),
+        authorization: authorization.clone(),
+        body: body_json,
+    });
 
     let behaviour = lock(&state.behaviour).clone();
     if !behaviour.delay.is_zero() {
@@ -258,7 +334,8 @@ async fn chat_completions(State(state): State<Arc<MockState>>, headers: HeaderMa
             return error_response(StatusCode::UNAUTHORIZED, "invalid API key");
         }
     }
-    let fault = lock(&state.faults).pop_front();
+    let queued = lock(&state.faults).pop_front();
+    let fault = queued.or_else(|| lock(&state.sticky).clone());
     match fault {
         Some(Fault::Status { status, retry_after }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -268,11 +345,24 @@ async fn chat_completions(State(state): State<Arc<MockState>>, headers: HeaderMa
             }
             return response;
         }
+        Some(Fault::Raw { status, body }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return (status, [(header::CONTENT_TYPE, "text/plain")], body).into_response();
+        }
         Some(Fault::Garbage) => {
             return (StatusCode::OK, [(header::CONTENT_TYPE, "text/html")], "<html><body>502 Bad Gateway</body>")
                 .into_response();
         }
         Some(Fault::NoChoices) => return Json(json!({"object": "chat.completion", "data": []})).into_response(),
+        Some(Fault::EmptyReply) => {
+            return Json(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]}))
+                .into_response()
+        }
+        Some(Fault::Hang) => {
+            hang(&state).await;
+            return error_response(StatusCode::SERVICE_UNAVAILABLE, "the mock server is stopping");
+        }
+        Some(Fault::Drip { interval }) => return drip(interval),
         None => {}
     }
 

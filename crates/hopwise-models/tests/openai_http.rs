@@ -431,3 +431,76 @@ async fn the_cache_keeps_two_servers_with_one_model_name_apart() {
     assert_eq!(via_first.chat(&question(1, Some(1))).await.unwrap().text(), "Paris");
     assert_eq!(first.request_count(), 1);
 }
+
+#[tokio::test]
+async fn a_base_url_with_a_query_posts_to_the_chat_endpoint_and_keeps_the_query() {
+    let server = serve(ScriptedLlm::new().fallback("Paris")).await;
+    let llm = client(&format!("{}?api-version=2024-06-01", server.base_url()));
+    let answer = llm.chat(&question(1, None)).await.expect("answered");
+    assert_eq!(answer.text(), "Paris");
+    assert!(server.misrouted().is_empty(), "requests went elsewhere: {:?}", server.misrouted());
+    let sent = &server.requests()[0];
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(sent.query.as_deref(), Some("api-version=2024-06-01"));
+}
+
+#[tokio::test]
+async fn credentials_in_the_base_url_never_reach_error_messages() {
+    let server = serve(ScriptedLlm::new().fallback("x")).await;
+    server.fail_always(Fault::Status { status: 500, retry_after: None });
+    let base = server.base_url().replace("http://", "http://alice:pw-hunter2@") + "?key=sk-query-secret";
+    let llm = OpenAiLlm::new(OpenAiConfig { max_retries: 0, ..config(&base) }).unwrap();
+    let err = llm.chat(&question(1, None)).await.expect_err("500").to_string();
+    assert!(!err.contains("hunter2") && !err.contains("sk-query-secret") && !err.contains("alice"), "{err}");
+    assert!(llm.identity().contains(&server.addr().to_string()) && !llm.identity().contains("hunter2"));
+}
+
+#[tokio::test]
+async fn escape_sequences_in_error_bodies_are_neutralised() {
+    let server = serve(ScriptedLlm::new().fallback("x")).await;
+    server.push_fault(Fault::Raw { status: 400, body: "\u{1b}]0;pwned\u{7}\u{1b}[2J boom\u{9b}31m".into() });
+    let llm = client(&server.base_url());
+    let err = llm.chat(&question(1, None)).await.expect_err("400").to_string();
+    assert!(err.contains("boom"), "{err}");
+    assert!(!err.chars().any(|c| c.is_control()), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_costs_one_timeout_per_attempt() {
+    let server = serve(ScriptedLlm::new().fallback("x")).await;
+    server.fail_always(Fault::Hang);
+    let llm = OpenAiLlm::new(OpenAiConfig { timeout_secs: 0.3, max_retries: 1, ..config(&server.base_url()) }).unwrap();
+    let started = Instant::now();
+    let err = llm.chat(&question(1, None)).await.expect_err("no answer");
+    assert_eq!(kind(&err), Some(BackendErrorKind::Timeout), "{err}");
+    assert_eq!(server.request_count(), 2, "one attempt and one retry");
+    // Two 0.3 s attempts plus a backoff of at most 50 ms; generous for a busy machine.
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_body_dripped_slower_than_the_timeout_is_cut_off() {
+    let server = serve(ScriptedLlm::new().fallback("x")).await;
+    server.fail_always(Fault::Drip { interval: Duration::from_millis(100) });
+    let llm = OpenAiLlm::new(OpenAiConfig { timeout_secs: 0.5, max_retries: 0, ..config(&server.base_url()) }).unwrap();
+    let err = llm.chat(&question(1, None)).await.expect_err("the body takes about 10 s");
+    assert_eq!(kind(&err), Some(BackendErrorKind::Timeout), "{err}");
+
+    // The same drip, fast enough, is a normal answer.
+    server.fail_always(Fault::Drip { interval: Duration::from_millis(1) });
+    let llm = OpenAiLlm::new(OpenAiConfig { timeout_secs: 5.0, ..config(&server.base_url()) }).unwrap();
+    assert_eq!(llm.chat(&question(1, None)).await.expect("dripped").text(), "dripped");
+    server.heal();
+    assert_eq!(llm.chat(&question(1, None)).await.expect("healed").text(), "x");
+}
+
+#[tokio::test]
+async fn a_response_over_the_size_limit_is_refused_not_buffered() {
+    let server = serve(ScriptedLlm::new().fallback("x")).await;
+    server.push_fault(Fault::Raw { status: 200, body: "x".repeat(33 * 1024 * 1024) });
+    let llm = OpenAiLlm::new(OpenAiConfig { max_retries: 0, ..config(&server.base_url()) }).unwrap();
+    let err = llm.chat(&question(1, None)).await.expect_err("too large");
+    assert_eq!(kind(&err), Some(BackendErrorKind::Malformed), "{err}");
+    assert!(err.to_string().contains("larger than 32 MiB"), "{err}");
+}

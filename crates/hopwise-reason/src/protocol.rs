@@ -416,6 +416,24 @@ pub fn is_unanswered(reply: &str) -> bool {
     s.is_empty() || HEDGES.iter().any(|h| s.starts_with(h) || (s.len() < 120 && s.contains(h)))
 }
 
+/// Whether `text` reads as a question: it ends with `?`, or opens with a question word or an
+/// auxiliary ("Who…", "In which…", "Did…"). A statement ("In 1972, X died") or a bare answer
+/// ("Murcia") is not one.
+pub fn is_question(text: &str) -> bool {
+    if text.trim_end().ends_with('?') {
+        return true;
+    }
+    let mut words = text.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_ascii_lowercase());
+    let first = words.next().unwrap_or_default();
+    let wh = |w: &str| matches!(w, "who" | "whom" | "whose" | "what" | "which" | "when" | "where" | "why" | "how");
+    if wh(&first) || is_yes_no_question(&first) {
+        return true;
+    }
+    // "In which year …", "For what …", "To whom …"
+    matches!(first.as_str(), "in" | "on" | "at" | "for" | "from" | "to" | "by" | "of" | "with")
+        && words.next().is_some_and(|w| wh(&w))
+}
+
 /// Whether `question` asks for yes or no ("Is…", "Are both…", "Did…"), judged by its first word.
 pub fn is_yes_no_question(question: &str) -> bool {
     let first = question.split_whitespace().next().unwrap_or("").to_ascii_lowercase();

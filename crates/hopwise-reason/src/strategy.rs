@@ -98,6 +98,8 @@ const TOQD_TEMPLATES: &[&str] = &[
     "toqd_best_effort",
     "toqd_summary",
     "toqd_summary_yes_no",
+    "toqd_summary_passages",
+    "toqd_summary_passages_yes_no",
 ];
 const SENTENCE_LOOP_TEMPLATES: &[&str] =
     &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude", "nli_judge"];

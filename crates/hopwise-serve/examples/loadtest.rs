@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hopwise_core::scripted::ScriptedLlm;
-use hopwise_serve::{AppState, Limits};
+use hopwise_serve::{AppState, Limits, ProcessUsage};
 
 struct Args {
     requests: usize,
@@ -45,18 +45,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// (current, peak) resident set size in MiB, from /proc (Linux).
+/// (current, peak) resident set size in MiB, from /proc (Linux); NaN elsewhere.
 fn rss_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    ProcessUsage::read().map_or((f64::NAN, f64::NAN), |u| (u.rss_mib(), u.peak_rss_mib()))
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -18,6 +18,7 @@ use serde_json::json;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use crate::error::{Result, ServeError};
+use crate::redact::Redactor;
 use crate::run::{self, AskRequest, Job};
 use crate::state::AppState;
 
@@ -137,6 +138,8 @@ struct StreamState {
     rx: UnboundedReceiver<Event>,
     /// `None` once the stream has ended.
     job: Option<Job>,
+    /// Keeps backend messages out of the live events.
+    redactor: Redactor,
 }
 
 /// Validates, takes a slot, starts the question and returns its events as SSE. Input errors and a
@@ -151,10 +154,12 @@ fn event_stream(
     let permit = state.permit()?;
     let (tx, rx) = unbounded_channel();
     let job = run::spawn(state, prepared, permit, Some(tx));
-    let stream = futures::stream::unfold(StreamState { rx, job: Some(job) }, |mut st| async move {
+    let start = StreamState { rx, job: Some(job), redactor: Redactor::default() };
+    let stream = futures::stream::unfold(start, |mut st| async move {
         let job = st.job.as_mut()?;
         match st.rx.recv().await {
-            Some(event) if !matches!(event.kind, EventKind::Final { .. }) => {
+            Some(mut event) if !matches!(event.kind, EventKind::Final { .. }) => {
+                st.redactor.event(&mut event);
                 let data = serde_json::to_value(&event).unwrap_or_default();
                 Some((Ok(sse(event_name(&event.kind), Some(event.seq), &data)), st))
             }
@@ -168,7 +173,7 @@ fn event_stream(
                         data["trace"] = serde_json::to_value(&trace).unwrap_or_default();
                         sse("final", Some(event.seq), &data)
                     }
-                    Err(e) => sse("error", None, &e.body()),
+                    Err(e) => sse("error", None, &e.public_body()),
                 };
                 Some((Ok(out), st))
             }
@@ -180,7 +185,7 @@ fn event_stream(
                     Err(e) => e,
                     Ok(_) => ServeError::Internal("the event stream ended early".into()),
                 };
-                Some((Ok(sse("error", None, &err.body())), st))
+                Some((Ok(sse("error", None, &err.public_body())), st))
             }
         }
     });

@@ -1,7 +1,9 @@
 //! The crate's one error type, and how each kind maps to an HTTP status and a JSON body.
 //!
 //! Every error body has the OpenAI shape `{"error": {"type", "message", "code"}}`, so OpenAI client
-//! libraries surface the message, and the ask API uses the same shape for consistency.
+//! libraries surface the message, and the ask API uses the same shape for consistency. Internal and
+//! upstream failures tell the client only their kind: their details (backend addresses, error bodies)
+//! go to the server log.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -24,6 +26,9 @@ pub enum ServeError {
     Busy { limit: usize, retry_after_secs: u64 },
     #[error("the question was not answered within {0} s")]
     Timeout(u64),
+    /// The model or retrieval backend failed and no answer could be produced.
+    #[error("backend failure: {0}")]
+    Upstream(String),
     #[error("internal error: {0}")]
     Internal(String),
     #[error("server I/O: {0}")]
@@ -45,6 +50,7 @@ impl ServeError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::Upstream(_) => StatusCode::BAD_GATEWAY,
             Self::Internal(_) | Self::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -59,12 +65,31 @@ impl ServeError {
             Self::Unauthorized => "authentication_error",
             Self::Busy { .. } => "overloaded",
             Self::Timeout(_) => "timeout",
+            Self::Upstream(_) => "upstream_error",
             Self::Internal(_) | Self::Io(_) => "internal_error",
         }
     }
 
-    pub fn body(&self) -> serde_json::Value {
-        json!({"error": {"type": self.kind(), "code": self.kind(), "message": self.to_string()}})
+    /// What the client may read. Internal and upstream details stay out of it.
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Upstream(_) => "the model or retrieval backend failed, so no answer could be produced; \
+                                  the server log has the details"
+                .into(),
+            Self::Internal(_) | Self::Io(_) => "internal error; the server log has the details".into(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The JSON error body for the client. Logs the details of internal and upstream failures,
+    /// which the body leaves out; call it once per error sent.
+    pub fn public_body(&self) -> serde_json::Value {
+        match self {
+            Self::Upstream(_) => tracing::warn!(target: "hopwise_serve", "{self}"),
+            Self::Internal(_) | Self::Io(_) => tracing::error!(target: "hopwise_serve", "{self}"),
+            _ => {}
+        }
+        json!({"error": {"type": self.kind(), "code": self.kind(), "message": self.public_message()}})
     }
 }
 
@@ -75,6 +100,7 @@ impl From<ReasonError> for ServeError {
             ReasonError::EmptyQuestion | ReasonError::NeedsRetriever(_) | ReasonError::InvalidOption(_) => {
                 Self::bad_request(e.to_string())
             }
+            ReasonError::Core(e) if e.backend_kind().is_some() => Self::Upstream(e.to_string()),
             // Template and configuration problems are the server's, not the caller's.
             ReasonError::Core(e) => Self::Internal(e.to_string()),
         }
@@ -83,7 +109,7 @@ impl From<ReasonError> for ServeError {
 
 impl IntoResponse for ServeError {
     fn into_response(self) -> Response {
-        let mut response = (self.status(), axum::Json(self.body())).into_response();
+        let mut response = (self.status(), axum::Json(self.public_body())).into_response();
         match &self {
             Self::Busy { retry_after_secs, .. } => {
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));

@@ -10,13 +10,19 @@
 //!
 //! Questions run through the same strategy registry and `Ctx` as the CLI. Each holds one of
 //! `max_concurrency` slots (503 + `Retry-After` when none is free) and is cut off after the timeout
-//! (504); a client that disconnects cancels its question.
+//! (504); a client that disconnects cancels its question. A question left without an answer by a
+//! failing backend is a 502; backend messages reach the server log, never the client.
+//!
+//! Slow and hostile clients: at most `max_connections` connections are open at once, headers and
+//! then the body must each arrive within `read_timeout`, and bodies are capped at `max_body_bytes`.
 
 mod api;
 pub mod error;
+mod listen;
 mod metrics;
 mod middleware;
 mod openai;
+mod redact;
 pub mod run;
 mod state;
 
@@ -27,7 +33,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use error::{Result, ServeError};
-pub use metrics::Metrics;
+pub use metrics::{Metrics, ProcessUsage};
 pub use run::AskRequest;
 pub use state::{AppState, AppStateBuilder, Defaults, Limits};
 
@@ -41,6 +47,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/models", get(openai::models))
         .route("/metrics", get(api::metrics))
         .route("/openapi.json", get(api::openapi))
+        // Layers run outside in: the token check first, then the body is read (within the limits).
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::read_body))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth));
     // The page and its assets hold no data; the page asks for the token itself when one is needed.
     let open = Router::new()
@@ -63,13 +71,14 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish.
+/// Connections are limited to `max_connections`, and each must send its headers within
+/// `read_timeout` (see `listen`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await?;
-    Ok(())
+    listen::serve(listener, router(state.clone()), state, shutdown).await
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -46,6 +46,45 @@ pub struct Metrics {
     prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
     rejected_busy: AtomicU64,
+    rejected_connections: AtomicU64,
+    connections_open: AtomicU64,
+}
+
+/// The process's memory and descriptors, from `/proc/self` (Linux; `None` elsewhere): exported on
+/// `/metrics` under the conventional `process_*` names, and read by the load and soak tests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcessUsage {
+    pub rss_bytes: u64,
+    pub peak_rss_bytes: u64,
+    pub open_fds: u64,
+}
+
+impl ProcessUsage {
+    pub fn read() -> Option<Self> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let kib = |name: &str| -> Option<u64> {
+            status.lines().find(|l| l.starts_with(name))?.split_whitespace().nth(1)?.parse().ok()
+        };
+        let open_fds = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
+        Some(Self { rss_bytes: kib("VmRSS:")? * 1024, peak_rss_bytes: kib("VmHWM:")? * 1024, open_fds })
+    }
+
+    pub fn rss_mib(&self) -> f64 {
+        self.rss_bytes as f64 / (1024.0 * 1024.0)
+    }
+
+    pub fn peak_rss_mib(&self) -> f64 {
+        self.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+    }
+}
+
+/// Counts a connection as open for as long as it lives.
+pub struct OpenConnection<'a>(&'a AtomicU64);
+
+impl Drop for OpenConnection<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -77,6 +116,16 @@ impl Metrics {
 
     pub fn rejected_busy(&self) {
         self.rejected_busy.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection refused because `max_connections` were open.
+    pub fn rejected_connection(&self) {
+        self.rejected_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_opened(&self) -> OpenConnection<'_> {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(&self.connections_open)
     }
 
     pub fn llm_calls(&self) -> u64 {
@@ -125,6 +174,11 @@ impl Metrics {
                 "Requests refused with 503 because all slots were taken.",
                 &self.rejected_busy,
             ),
+            (
+                "hopwise_rejected_connections_total",
+                "Connections closed at once because max_connections were open.",
+                &self.rejected_connections,
+            ),
         ];
         for (name, help, value) in counters {
             let _ =
@@ -135,6 +189,21 @@ impl Metrics {
         let _ =
             writeln!(out, "# HELP hopwise_max_concurrency The configured limit.\n# TYPE hopwise_max_concurrency gauge");
         let _ = writeln!(out, "hopwise_max_concurrency {max_concurrency}");
+        let _ = writeln!(
+            out,
+            "# HELP hopwise_connections_open HTTP connections open now.\n# TYPE hopwise_connections_open gauge"
+        );
+        let _ = writeln!(out, "hopwise_connections_open {}", self.connections_open.load(Ordering::Relaxed));
+        if let Some(usage) = ProcessUsage::read() {
+            let gauges = [
+                ("process_resident_memory_bytes", "Resident memory.", usage.rss_bytes),
+                ("process_resident_memory_peak_bytes", "Peak resident memory.", usage.peak_rss_bytes),
+                ("process_open_fds", "Open file descriptors.", usage.open_fds),
+            ];
+            for (name, help, value) in gauges {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
+            }
+        }
         out
     }
 }
@@ -153,5 +222,10 @@ mod tests {
         assert!(text.contains("_bucket{route=\"/v1/ask\",le=\"0.005\"} 1"), "{text}");
         assert!(text.contains("_bucket{route=\"/v1/ask\",le=\"1\"} 2"), "{text}");
         assert!(text.contains("_count{route=\"/v1/ask\"} 2"), "{text}");
+        if cfg!(target_os = "linux") {
+            let usage = ProcessUsage::read().expect("/proc/self");
+            assert!(usage.rss_bytes > 0 && usage.peak_rss_bytes >= usage.rss_bytes && usage.open_fds > 0);
+            assert!(text.contains("\nprocess_open_fds "), "{text}");
+        }
     }
 }

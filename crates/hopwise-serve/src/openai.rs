@@ -192,7 +192,7 @@ fn stream(
                 last["hopwise_trace"] = serde_json::to_value(&trace).unwrap_or_default();
                 events.push(last);
             }
-            Err(e) => events.push(e.body()),
+            Err(e) => events.push(e.public_body()),
         }
         futures::stream::iter(events)
     });

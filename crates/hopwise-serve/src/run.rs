@@ -16,6 +16,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 
 use crate::error::{Result, ServeError};
+use crate::redact;
 use crate::state::AppState;
 
 /// The body of `POST /v1/ask` (and the query of `GET /v1/ask/stream`).
@@ -121,7 +122,7 @@ pub fn spawn(
         // Count the work done even when the question timed out.
         s.metrics.record_work(&ctx.rec().stats());
         let outcome = match outcome {
-            Ok(Ok(trace)) => Ok(trace),
+            Ok(Ok(trace)) => answered_or_upstream_failure(trace),
             Ok(Err(e)) => Err(ServeError::from(e)),
             Err(_) => Err(ServeError::Timeout(timeout.as_secs().max(1))),
         };
@@ -132,11 +133,27 @@ pub fn spawn(
     }))
 }
 
+/// A trace with no answer because a backend failed is the backend's failure (502), not an empty
+/// answer (200). A trace with an answer keeps it, and its backend messages go to the log only.
+fn answered_or_upstream_failure(mut trace: Trace) -> Result<Trace> {
+    if trace.answer.trim().is_empty() {
+        if let Some(failure) = redact::first_backend_failure(&trace) {
+            return Err(ServeError::Upstream(failure.to_string()));
+        }
+    }
+    if let Some(failure) = redact::first_backend_failure(&trace) {
+        tracing::warn!(target: "hopwise_serve", "answered best-effort after a backend failure: {failure}");
+    }
+    redact::trace(&mut trace);
+    Ok(trace)
+}
+
 fn outcome_label(outcome: &Result<Trace>) -> &'static str {
     match outcome {
         Ok(t) if t.best_effort => "best_effort",
         Ok(_) => "ok",
         Err(ServeError::Timeout(_)) => "timeout",
+        Err(ServeError::Upstream(_)) => "upstream_error",
         Err(_) => "error",
     }
 }

@@ -22,11 +22,22 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// The `Retry-After` sent with 503.
     pub retry_after_secs: u64,
+    /// Connections open at once; one more is answered 503 and closed.
+    pub max_connections: usize,
+    /// Headers, and then the body, must each arrive within this (the connection is closed; 408).
+    pub read_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_concurrency: 8, timeout: Duration::from_secs(300), max_body_bytes: 64 * 1024, retry_after_secs: 1 }
+        Self {
+            max_concurrency: 8,
+            timeout: Duration::from_secs(300),
+            max_body_bytes: 64 * 1024,
+            retry_after_secs: 1,
+            max_connections: 512,
+            read_timeout: Duration::from_secs(10),
+        }
     }
 }
 
@@ -125,14 +136,19 @@ impl AppStateBuilder {
     }
 
     /// Requires `Authorization: Bearer <token>` on every route but `/healthz` and the page's assets.
+    /// Surrounding whitespace is not part of the token (clients never send a trailing newline).
     pub fn token(mut self, token: Option<String>) -> Self {
-        self.token = token.filter(|t| !t.is_empty());
+        self.token = token.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
         self
     }
 
+    /// Limits out of range are brought into it: a semaphore cannot hold more than
+    /// `Semaphore::MAX_PERMITS`, and a zero would refuse everything.
     pub fn build(self) -> AppState {
         let mut limits = self.limits;
-        limits.max_concurrency = limits.max_concurrency.max(1);
+        limits.max_concurrency = limits.max_concurrency.clamp(1, Semaphore::MAX_PERMITS);
+        limits.max_connections = limits.max_connections.clamp(1, u32::MAX as usize);
+        limits.read_timeout = limits.read_timeout.max(Duration::from_millis(1));
         let runtime = self.runtime.unwrap_or_else(|| {
             Runtime::new(self.llm, self.prompts).with_retriever(self.retriever).with_defaults(self.defaults)
         });

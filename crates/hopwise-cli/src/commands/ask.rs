@@ -10,6 +10,7 @@ use hopwise_reason::Request;
 use crate::cli::AskArgs;
 use crate::render::render_trace;
 use crate::runtime::{self, Needs};
+use crate::terminal::safe;
 
 /// Parses `KEY=VALUE` options; values are JSON when they parse as JSON (`true`, `3`, `"x"`), else strings.
 pub fn parse_opts(pairs: &[String]) -> Result<serde_json::Map<String, serde_json::Value>> {
@@ -44,10 +45,16 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&trace)?);
     } else {
-        print!("{}", render_trace(&trace));
+        print!("{}", safe(&render_trace(&trace)));
     }
-    if trace.best_effort && trace.answer.trim().is_empty() {
-        eprintln!("error: no answer could be produced: {}", trace.notes.join("; "));
+    // No answer is a failure whatever the cause, so scripts can tell it from an answer.
+    if trace.answer.trim().is_empty() {
+        let why = if trace.notes.is_empty() {
+            format!("the model replied with nothing ({} model calls)", trace.stats.llm_calls)
+        } else {
+            trace.notes.join("; ")
+        };
+        eprintln!("error: no answer could be produced: {}", safe(&why));
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@ use hopwise_eval::{run_eval, EvalConfig, ExampleContextRetriever, IndicatifProgr
 
 use crate::cli::EvalArgs;
 use crate::runtime::{self, Needs};
+use crate::terminal::safe;
 
 pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     config.apply(&hopwise_config::Overrides {
@@ -28,6 +29,8 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
         hopwise_reason::strategy::build(s, &options)?;
         strategy_options.insert(s.clone(), options);
     }
+    // Before any model loads, so a dataset name that is not fetched fails fast.
+    let datasets = crate::commands::data::resolve_datasets(&config, &args.dataset)?;
     // Recorded in the run's fingerprint as configured, whether or not it applies (below).
     let rewrite_setting = config.query_rewrite.map(|m| m.name());
     if args.context {
@@ -44,7 +47,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     };
     let runtime = Arc::new(runtime::build(&config, &needs).await?);
 
-    let mut eval = EvalConfig::new(args.dataset.clone(), strategies.clone(), args.out.clone());
+    let mut eval = EvalConfig::new(datasets, strategies.clone(), args.out.clone());
     eval.limit = args.limit;
     eval.concurrency = args.concurrency.max(1);
     eval.k = config.k;
@@ -84,7 +87,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     };
     // Unreadable dataset records are skipped, never silently: each one is named with its file:line.
     for record in &outcome.skipped {
-        eprintln!("warning: skipped {record}");
+        eprintln!("warning: skipped {}", safe(&record.to_string()));
     }
     if args.json {
         println!(

@@ -63,7 +63,7 @@ pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         for issue in report.skipped.iter().chain(report.warnings.iter()) {
-            eprintln!("warning: {issue}");
+            eprintln!("warning: {}", crate::terminal::safe(&issue.to_string()));
         }
         if report.skipped_total > report.skipped.len() as u64 {
             eprintln!("warning: … and {} more skipped", report.skipped_total - report.skipped.len() as u64);
@@ -127,7 +127,7 @@ async fn remote(config: &Config, args: IndexArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for issue in &report.issues {
-            eprintln!("warning: {issue}");
+            eprintln!("warning: {}", crate::terminal::safe(&issue.to_string()));
         }
         println!(
             "indexed {} passages from {} documents into {} collection `{}` in {:.1} s ({} written, {} unchanged; embedding {:.1} s, writing {:.1} s; {} in the collection)",

@@ -1,10 +1,12 @@
 //! One module per subcommand.
 
 mod ask;
+pub mod data;
 mod eval;
 mod gate_eval;
 mod index;
 mod info;
+mod report;
 mod retrieval_eval;
 mod serve;
 mod setup;
@@ -25,6 +27,8 @@ pub fn load_config(global: &GlobalArgs) -> Result<Config> {
         model: global.model.clone(),
         base_url: global.base_url.clone(),
         threads: global.threads,
+        llm_timeout_secs: global.llm_timeout_secs,
+        llm_max_retries: global.llm_max_retries,
         retriever: global.retriever.clone(),
         remote: global.remote.overrides(),
         ..Default::default()
@@ -45,5 +49,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Config => info::config(&config),
         Command::Index(args) => index::run(&config, args).await,
         Command::Setup(args) => setup::run(&config, args),
+        Command::Report(args) => report::run(args),
+        Command::Data(command) => data::run(&config, command).await,
     }
 }

@@ -26,9 +26,10 @@ pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode
     if methods.is_empty() {
         bail!("no method given; choose from native, hyde, sub-question, multi-query, toqd, toqd-no-critique");
     }
-    let mut dataset = load_dataset(&args.dataset)?;
+    let dataset_path = crate::commands::data::resolve_datasets(&config, std::slice::from_ref(&args.dataset))?.remove(0);
+    let mut dataset = load_dataset(&dataset_path)?;
     for record in &dataset.skipped {
-        eprintln!("warning: skipped {record}");
+        eprintln!("warning: skipped {}", crate::terminal::safe(&record.to_string()));
     }
     if let Some(limit) = args.limit {
         dataset.examples.truncate(limit);

@@ -19,6 +19,8 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
         max_concurrency: args.max_concurrency,
         timeout_secs: args.timeout_secs,
         max_body_bytes: args.max_body_bytes,
+        max_connections: args.max_connections,
+        read_timeout_secs: args.read_timeout_secs,
     })?;
     // The default strategy must be valid before the server accepts anything.
     hopwise_reason::strategy::resolve(&config.strategy, args.run.no_retrieval)?;
@@ -30,6 +32,8 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
         max_concurrency: config.serve.max_concurrency,
         timeout: Duration::from_secs(config.serve.timeout_secs),
         max_body_bytes: config.serve.max_body_bytes,
+        max_connections: config.serve.max_connections,
+        read_timeout: Duration::from_secs(config.serve.read_timeout_secs),
         ..Limits::default()
     };
     let state = AppState::builder(runtime.llm().clone())

@@ -108,3 +108,19 @@ pub fn scripted_model() -> ScriptedLlm {
         .on("Write a short passage", "A sponge cake is a dessert baked from eggs, sugar and flour.")
         .fallback("Answer: unknown")
 }
+
+/// Answers with the title of the first passage in the prompt (`[1] Title: text`), or with
+/// `no_passages` to any other prompt: deterministic, right on some questions and wrong on others.
+pub fn first_title_model(no_passages: &str) -> ScriptedLlm {
+    ScriptedLlm::new()
+        .on_fn("Use the passages", |prompt, _| {
+            let title = prompt
+                .lines()
+                .find_map(|l| l.strip_prefix("[1] "))
+                .and_then(|l| l.split(':').next())
+                .unwrap_or("unknown")
+                .to_string();
+            format!("Answer: {title}")
+        })
+        .fallback(no_passages)
+}

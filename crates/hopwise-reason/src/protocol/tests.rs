@@ -193,3 +193,13 @@ proptest! {
         prop_assert!(!kept.is_empty() && kept.iter().all(|&i| i < 2));
     }
 }
+
+#[test]
+fn questions_are_told_from_statements_and_bare_answers() {
+    for q in ["Who was the drummer of Rush?", "In which year did he die", "did it win", "What team"] {
+        assert!(is_question(q), "{q}");
+    }
+    for s in ["In 1972, S. P. L. Sørensen died", "Murcia", "Rush released it.", ""] {
+        assert!(!is_question(s), "{s}");
+    }
+}

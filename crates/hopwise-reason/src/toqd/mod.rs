@@ -11,11 +11,11 @@
 
 use async_trait::async_trait;
 use hopwise_core::trace::SINK;
-use hopwise_core::{grammars, GenParams, NodeTrace, Repair};
+use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
 use serde_json::json;
 
-use crate::ctx::{format_dialog, Ctx};
-use crate::error::Result;
+use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::error::{ReasonError, Result};
 use crate::executor::{ChildGraph, Dag, GraphObserver};
 use crate::protocol::answer;
 use crate::protocol::{self as parse, GraphNode, Topology};
@@ -28,7 +28,29 @@ mod node;
 mod options;
 
 pub use answers::{key_terms, leaf_query, read_node_answer};
-pub use options::{NodeGate, ToqdOptions};
+pub use options::{Evidence, NodeGate, ToqdOptions};
+
+/// What the nodes of one question share while its graph runs.
+pub(crate) struct QuestionState {
+    /// Passages retrieved with the main question (`evidence = question`); empty otherwise.
+    evidence: Vec<Passage>,
+    /// Nodes decomposed so far, against `max_expansions`.
+    expansions: std::sync::atomic::AtomicU32,
+    /// The first fatal error, which the question returns once the graph stops.
+    fatal: std::sync::Mutex<Option<ReasonError>>,
+}
+
+impl QuestionState {
+    fn new(evidence: Vec<Passage>) -> Self {
+        Self { evidence, expansions: Default::default(), fatal: Default::default() }
+    }
+
+    /// Takes one decomposition from `max`; false when none is left.
+    fn try_expand(&self, max: u32) -> bool {
+        use std::sync::atomic::Ordering;
+        self.expansions.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| (used < max).then_some(used + 1)).is_ok()
+    }
+}
 
 pub struct Toqd {
     opts: ToqdOptions,
@@ -83,8 +105,11 @@ fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> 
         .collect()
 }
 
-/// Word-set Jaccard at or above which a sub-question counts as a restatement.
+/// Word-set Jaccard at or above which a sub-question counts as a restatement of the question.
 const RESTATEMENT_JACCARD: f64 = 0.8;
+/// Between two sub-questions the bar is higher: siblings often differ in the one word that matters
+/// ("the name of the club" and "the nickname of the club"), which still leaves a Jaccard of ~0.87.
+const SIBLING_RESTATEMENT_JACCARD: f64 = 0.9;
 
 /// Drops sub-questions that restate the question being decomposed or an earlier sub-question: each
 /// would cost a node (and its verification calls) without narrowing anything. Keeps the first item
@@ -95,7 +120,7 @@ fn drop_restatements(items: Vec<String>, question: &str, stage: &str, ctx: &Ctx)
     for item in items {
         let restated = if uncertainty::jaccard(&item, question) >= RESTATEMENT_JACCARD {
             Some("the question itself")
-        } else if kept.iter().any(|k| uncertainty::jaccard(&item, k) >= RESTATEMENT_JACCARD) {
+        } else if kept.iter().any(|k| uncertainty::jaccard(&item, k) >= SIBLING_RESTATEMENT_JACCARD) {
             Some("an earlier sub-question")
         } else {
             None
@@ -208,7 +233,23 @@ impl Toqd {
 }
 
 impl Toqd {
-    /// The final answer from the dialog: `samples` summaries in one request and a vote over their
+    /// With `evidence = question`, one retrieval with the main question that nodes read before
+    /// retrieving on their own; a failed search leaves the nodes to retrieve for themselves.
+    async fn question_evidence(&self, ctx: &Ctx, question: &str) -> Result<Vec<Passage>> {
+        if !self.with_retrieval || self.opts.evidence != Evidence::Question {
+            return Ok(Vec::new());
+        }
+        match ctx.retrieve(Some(SINK), question, ctx.k()).await {
+            Ok(passages) => Ok(passages),
+            Err(e) if e.is_fatal() => Err(e),
+            Err(e) => {
+                ctx.rec().note(format!("search with the question failed: {e}; nodes retrieve on their own"));
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    /// The final answer from the dialog (and the question's passages, when there are any): `samples` summaries in one request and a vote over their
     /// answers (one greedy summary when `samples` is 1). A yes/no question gets the yes/no form of the
     /// prompt, any other question the form that asks for the thing itself, so a small model does not
     /// answer "Yes" to "Which band …?". Returns the answer, the rationale of a sample that gave it,
@@ -218,9 +259,17 @@ impl Toqd {
         ctx: &Ctx,
         question: &str,
         dialog: &[(String, String)],
+        evidence: &[Passage],
     ) -> Result<Option<(String, Option<String>, Option<f64>)>> {
-        let template = if parse::is_yes_no_question(question) { "toqd_summary_yes_no" } else { "toqd_summary" };
-        let prompt = ctx.render(template, &[("dialog", &format_dialog(dialog)), ("question", question)])?;
+        let yes_no = parse::is_yes_no_question(question);
+        let dialog = format_dialog(dialog);
+        let prompt = if evidence.is_empty() {
+            let template = if yes_no { "toqd_summary_yes_no" } else { "toqd_summary" };
+            ctx.render(template, &[("dialog", &dialog), ("question", question)])?
+        } else {
+            let template = if yes_no { "toqd_summary_passages_yes_no" } else { "toqd_summary_passages" };
+            ctx.render(template, &[("passages", &format_passages(evidence)), ("dialog", &dialog), ("question", question)])?
+        };
         let samples = self.opts.samples.max(1);
         let params = if samples == 1 {
             capped(ctx, SUMMARY_TOKENS)
@@ -339,9 +388,21 @@ impl Strategy for Toqd {
             ctx.rec().add_edge(&a.to_string(), &b.to_string());
         }
 
+        let evidence = self.question_evidence(ctx, question).await?;
+        let sinks: Vec<String> =
+            plan.topology.edges.iter().filter(|(_, to)| *to == GraphNode::Sink).map(|(from, _)| from.to_string()).collect();
+        ctx.rec().upsert_node(NodeTrace {
+            id: SINK.to_string(),
+            question: question.to_string(),
+            parents: sinks,
+            passages: evidence.clone(),
+            ..Default::default()
+        });
+
         let mut observer = TraceObserver { ctx };
-        let fatal = std::sync::Mutex::new(None);
-        dag.execute(|task| self.resolve(ctx, question, task, &fatal), &mut observer).await;
+        let state = QuestionState::new(evidence);
+        dag.execute(|task| self.resolve(ctx, question, task, &state), &mut observer).await;
+        let QuestionState { evidence, fatal, .. } = state;
         if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
         }
@@ -349,11 +410,15 @@ impl Strategy for Toqd {
         let dialog: Vec<(String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
         let last_answer = dialog.last().map(|(_, a)| a.clone()).unwrap_or_default();
-        match self.summarise(ctx, question, &dialog).await {
+        match self.summarise(ctx, question, &dialog, &evidence).await {
             Ok(Some((text, rationale, confidence))) => {
                 if let Some(c) = confidence {
                     ctx.rec().set_confidence(c);
                 }
+                ctx.rec().update_node(SINK, |n| {
+                    n.decision = Decision::Known;
+                    n.answer = Some(text.clone());
+                });
                 Ok(Answer { text, rationale })
             }
             // A hedge, the sentinel, or a bare "Yes" to "Which band ...?": the graph's own last

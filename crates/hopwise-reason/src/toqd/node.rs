@@ -7,9 +7,9 @@ use serde_json::{json, Value};
 
 use super::answers::{comparable, leaf_query, read_node_answer, vote};
 use super::options::NodeGate;
-use super::{capped, child_graph, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
+use super::{capped, child_graph, QuestionState, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::{format_dialog, format_passages, Ctx};
-use crate::error::{ReasonError, Result};
+use crate::error::Result;
 use crate::executor::{NodeOutcome, NodeTask, Phase};
 use crate::gate;
 use crate::uncertainty;
@@ -33,12 +33,12 @@ impl Toqd {
         ctx: &Ctx,
         main_question: &str,
         task: NodeTask,
-        fatal: &std::sync::Mutex<Option<ReasonError>>,
+        state: &QuestionState,
     ) -> NodeOutcome {
-        match self.try_resolve(ctx, main_question, &task).await {
+        match self.try_resolve(ctx, main_question, &task, state).await {
             Ok(outcome) => outcome,
             Err(e) if e.is_fatal() => {
-                fatal.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                state.fatal.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                 NodeOutcome::Answered { question: task.question, answer: String::new() }
             }
             Err(e) => {
@@ -53,7 +53,13 @@ impl Toqd {
         }
     }
 
-    async fn try_resolve(&self, ctx: &Ctx, main_question: &str, task: &NodeTask) -> Result<NodeOutcome> {
+    async fn try_resolve(
+        &self,
+        ctx: &Ctx,
+        main_question: &str,
+        task: &NodeTask,
+        state: &QuestionState,
+    ) -> Result<NodeOutcome> {
         let id = task.id.as_str();
         if task.phase == Phase::Aggregate {
             return self.aggregate(ctx, task).await;
@@ -67,7 +73,20 @@ impl Toqd {
             }
         }
 
-        // Retrieve, then read the passages.
+        // The question's passages first (`evidence = question`): no search of the node's own.
+        if !state.evidence.is_empty() {
+            let shared = state.evidence.clone();
+            ctx.rec().update_node(id, |n| n.passages = shared);
+            let prompt = ctx.render(
+                "toqd_self_verify_context",
+                &[("passages", &format_passages(&state.evidence)), ("question", &question)],
+            )?;
+            if let Some(settled) = self.read(ctx, id, "read_question_passages", &prompt, &question).await? {
+                return Ok(record(ctx, id, Decision::Retrieved, question, settled));
+            }
+        }
+
+        // Retrieve with the node's own question, then read the passages.
         let mut passages: Vec<Passage> = Vec::new();
         if self.with_retrieval {
             let query = if task.has_parents {
@@ -97,7 +116,9 @@ impl Toqd {
         }
 
         // Decompose into a child graph, within the budgets.
-        if task.depth < ctx.budget().max_depth && ctx.try_expand() {
+        let deep = task.depth >= ctx.budget().max_depth;
+        let within_cap = !deep && state.try_expand(self.opts.max_expansions);
+        if within_cap && ctx.try_expand() {
             let prompt = if task.has_parents && !task.dialog.is_empty() {
                 ctx.render(
                     "toqd_decompose_internal",
@@ -124,7 +145,13 @@ impl Toqd {
                 }
             }
         } else {
-            let why = if task.depth >= ctx.budget().max_depth { "max_depth" } else { "r_max" };
+            let why = if deep {
+                "max_depth"
+            } else if !within_cap {
+                "max_expansions"
+            } else {
+                "r_max"
+            };
             ctx.rec().note(format!("node {id}: {why} reached; answering best-effort"));
         }
 
@@ -172,9 +199,13 @@ impl Toqd {
         let rewritten = crate::protocol::answer::short_answer(&reply);
         let restates_main = uncertainty::jaccard(&rewritten, main_question) >= RESTATES_MAIN
             && uncertainty::jaccard(&rewritten, &task.question) < RESTATES_MAIN;
+        // A statement ("In 1972, X died") or a bare answer ("Murcia") searched as the node's query
+        // finds passages about the guess, not the question.
+        let not_a_question = !rewritten.is_empty() && !crate::protocol::is_question(&rewritten);
         let usable = !rewritten.is_empty()
             && hopwise_core::text::word_count(&rewritten) as usize <= MAX_SUBQUESTION_WORDS
-            && !restates_main;
+            && !restates_main
+            && !not_a_question;
         if usable {
             ctx.rec().update_node(id, |n| n.rewritten = Some(rewritten.clone()));
             return Ok(rewritten);
@@ -182,7 +213,13 @@ impl Toqd {
         let known: Vec<&str> = task.dialog.iter().map(|(_, a)| a.as_str()).filter(|a| !a.is_empty()).collect();
         let fallback =
             if known.is_empty() { task.question.clone() } else { format!("{} ({})", task.question, known.join("; ")) };
-        let rule = if restates_main { "rewrite_restated_question" } else { "rewrite_unusable" };
+        let rule = if restates_main {
+            "rewrite_restated_question"
+        } else if not_a_question {
+            "rewrite_not_a_question"
+        } else {
+            "rewrite_unusable"
+        };
         ctx.rec().repair(Repair {
             stage: format!("rewrite:{id}"),
             rule: rule.into(),

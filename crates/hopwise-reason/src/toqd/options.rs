@@ -19,6 +19,19 @@ pub enum NodeGate {
     Both,
 }
 
+/// Where a node that needs evidence looks first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Evidence {
+    /// The paper's flow: each node that needs evidence retrieves with its own sub-question.
+    Node,
+    /// One retrieval with the main question before the graph runs; a node that needs evidence reads
+    /// those passages first and retrieves with its own sub-question only when they leave it
+    /// unanswered, and the summary reads them next to the nodes' answers. Multi-hop questions name
+    /// most of their hops, so one search often covers several nodes.
+    Question,
+}
+
 /// ToQD switches. `critique`, `construct`, `self_verify` and `rewrite` are the paper's ablations.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -30,8 +43,10 @@ pub struct ToqdOptions {
     pub critique_min: usize,
     /// Ask the model for the topology; without it sub-questions form a chain in list order.
     pub construct: bool,
-    /// Ask the model whether it knows a node's answer before retrieving; without it every node
-    /// retrieves.
+    /// Ask the node gate whether the model knows a node's answer before it reads passages; without
+    /// it every node reads. Off by default: the local 1.5B model's closed-book answers to single-hop
+    /// steps were right 1-4% of the time (`hopwise gate-eval`, EVALUATION.md), so the gate cost a call
+    /// per node and saved almost none. Turn it on for models that know more.
     pub self_verify: bool,
     /// Rewrite internal nodes with their predecessors' answers.
     pub rewrite: bool,
@@ -55,6 +70,13 @@ pub struct ToqdOptions {
     /// A reading of passages whose winning answer has a smaller vote share than this leaves the node
     /// unresolved (it is decomposed, or answered best-effort).
     pub min_confidence: f64,
+    /// Where a node that needs evidence looks first.
+    pub evidence: Evidence,
+    /// Most nodes of one question decomposed into child graphs when even passages leave them
+    /// unanswered (the paper's last resort; each costs a plan and its children's calls, 10-20 with
+    /// the local 1.5B, and rarely changed the answer on dev questions); the budget's `r_max` still
+    /// applies. 0: such a node is answered best-effort from its passages.
+    pub max_expansions: u32,
 }
 
 impl Default for ToqdOptions {
@@ -63,7 +85,7 @@ impl Default for ToqdOptions {
             critique: true,
             critique_min: 3,
             construct: true,
-            self_verify: true,
+            self_verify: false,
             rewrite: true,
             grammar: true,
             max_subquestions: 6,
@@ -74,6 +96,8 @@ impl Default for ToqdOptions {
             sample_temperature: 1.0,
             read_temperature: 0.5,
             min_confidence: 0.5,
+            evidence: Evidence::Question,
+            max_expansions: 0,
         }
     }
 }

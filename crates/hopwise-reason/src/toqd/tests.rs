@@ -34,7 +34,16 @@ fn bridge_model() -> ScriptedLlm {
 }
 
 fn bridge_model_summarising(summary: &str) -> ScriptedLlm {
-    ScriptedLlm::new()
+    bridge_rules(ScriptedLlm::new(), summary)
+}
+
+/// [`bridge_model`] behind the rules `first` already has (the first matching rule answers).
+fn bridge_model_after(first: ScriptedLlm) -> ScriptedLlm {
+    bridge_rules(first, "Answer: Rush\nReason: Rush released Counterparts and Neil Peart drummed for it.")
+}
+
+fn bridge_rules(first: ScriptedLlm, summary: &str) -> ScriptedLlm {
+    first
         .on(DECOMPOSE, "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
         .on(CRITIQUE, "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
         .on(CONSTRUCT, "1 -> 2\n2 -> Q")
@@ -61,12 +70,24 @@ async fn ask(
         .expect("runs")
 }
 
-/// The paper's protocol: the `NO!` gate, greedy readings and summary, critique of any list.
+/// The paper's protocol: the `NO!` gate, each node searching with its own question, greedy readings
+/// and summary, critique of any list.
 fn paper() -> StrategyOptions {
-    let mut o = StrategyOptions::default();
+    let mut o = node_evidence();
     o.set("gate", serde_json::json!("no"));
+    o.set("evidence", serde_json::json!("node"));
     o.set("samples", serde_json::json!(1));
     o.set("critique_min", serde_json::json!(2));
+    o
+}
+
+/// Today's defaults, except that each node searches with its own question (the flow most tests
+/// below follow step by step).
+fn node_evidence() -> StrategyOptions {
+    let mut o = StrategyOptions::default();
+    o.set("evidence", serde_json::json!("node"));
+    o.set("self_verify", serde_json::json!(true));
+    o.set("max_expansions", serde_json::json!(6));
     o
 }
 
@@ -131,7 +152,7 @@ async fn a_bare_yes_summary_to_a_which_question_falls_back_to_the_graph_answer()
 #[tokio::test]
 async fn a_yes_summary_to_a_yes_no_question_stands() {
     let llm = bridge_model_summarising("Answer: Yes\nReason: Rush released Counterparts.");
-    let s = build("toqd", &StrategyOptions::default()).expect("known strategy");
+    let s = build("toqd", &node_evidence()).expect("known strategy");
     let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), Recorder::new("q", "toqd"))
         .with_retriever(Some(Arc::new(corpus()) as Arc<dyn Retriever>));
     let t = run(s.as_ref(), &ctx, "Did the band that released Counterparts have a Hall of Fame drummer?")
@@ -139,6 +160,28 @@ async fn a_yes_summary_to_a_yes_no_question_stands() {
         .expect("runs");
     assert_eq!(t.answer, "Yes");
     assert!(t.repairs.iter().all(|r| r.rule != "summary_unanswered"));
+}
+
+#[tokio::test]
+async fn siblings_that_differ_in_the_word_that_matters_are_both_kept() {
+    let critiqued = Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = critiqued.clone();
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on(
+                DECOMPOSE,
+                "1. What was the name of the club Leonard Francis played for?\n\
+                 2. What was the nickname of the club Leonard Francis played for?",
+            )
+            .on_fn(CRITIQUE, move |prompt, _| {
+                *seen.lock().expect("lock") = prompt.to_string();
+                "1. What was the name of the club Leonard Francis played for?".into()
+            }),
+    );
+    let t = ask("toqd", paper(), llm, Some(corpus()), Budget::default()).await;
+    let prompt = critiqued.lock().expect("lock").clone();
+    assert!(prompt.contains("2. What was the nickname of the club"), "{prompt}");
+    assert!(!t.repairs.iter().any(|r| r.rule == "drop_restated_subquestion"));
 }
 
 #[tokio::test]
@@ -151,7 +194,7 @@ async fn sub_questions_that_restate_the_question_or_each_other_are_dropped() {
             DECOMPOSE,
             &format!(
                 "1. Which band released the song Counterparts?\n2. {question}\n3. Who was the drummer of that band?\n\
-                 4. Who was the drummer of that band then?"
+                 4. who was the drummer of THAT band"
             ),
         )
         .on_fn(CRITIQUE, move |prompt, _| {
@@ -189,7 +232,7 @@ async fn unanswerable_node_is_decomposed_into_a_child_graph() {
         })
         .on(AGGREGATE, "Rush")
         .on(SUMMARY, "Answer: Rush");
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
     let n1 = t.node("1").expect("node 1");
     assert_eq!(n1.decision, Decision::Decomposed);
     assert_eq!(n1.children, vec!["1.1", "1.2"]);
@@ -212,7 +255,7 @@ async fn exhausted_r_max_answers_best_effort() {
         .on(BEST_EFFORT, "Probably Rush")
         .on(SUMMARY, "Answer: Rush");
     let budget = Budget { r_max: 0, ..Budget::default() };
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), budget).await;
+    let t = ask("toqd", node_evidence(), llm, Some(corpus()), budget).await;
     let n1 = t.node("1").expect("node 1");
     assert_eq!(n1.decision, Decision::Unresolved);
     assert!(n1.best_effort);
@@ -234,7 +277,7 @@ async fn independent_nodes_run_concurrently() {
         .on_fn(SELF_VERIFY, |p, _| if p.contains("Jaws") { "Steven Spielberg".into() } else { "Rush".into() })
         .on(SUMMARY, "Answer: both")
         .latency(Duration::from_millis(40));
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
     let span = |node: &str| {
         t.events
             .iter()
@@ -255,7 +298,7 @@ async fn without_retrieval_no_goes_straight_to_decomposition() {
         .on_fn(SELF_VERIFY, |p, _| if p.contains("drummed for Rush") { "Neil Peart".into() } else { "NO!".into() })
         .on(AGGREGATE, "Rush")
         .on(SUMMARY, "Answer: Rush");
-    let t = ask("toqd-noir", StrategyOptions::default(), llm, None, Budget::default()).await;
+    let t = ask("toqd-noir", node_evidence(), llm, None, Budget::default()).await;
     assert_eq!(t.stats.retrieval_rounds, 0);
     assert_eq!(t.node("1").map(|n| n.decision), Some(Decision::Decomposed));
     assert_eq!(t.answer, "Rush");
@@ -263,7 +306,7 @@ async fn without_retrieval_no_goes_straight_to_decomposition() {
 
 #[tokio::test]
 async fn ablation_switches_skip_their_steps() {
-    let mut opts = StrategyOptions::default();
+    let mut opts = node_evidence();
     for key in ["critique", "construct", "self_verify", "rewrite"] {
         opts.set(key, serde_json::Value::Bool(false));
     }
@@ -289,21 +332,21 @@ async fn a_failing_backend_gives_a_best_effort_trace_not_an_error() {
             Err(hopwise_core::Error::backend("down", hopwise_core::BackendErrorKind::Connection, "connection refused"))
         }
     }
-    let t = ask("toqd", StrategyOptions::default(), Down, Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", node_evidence(), Down, Some(corpus()), Budget::default()).await;
     assert!(t.best_effort);
     assert!(t.notes.iter().any(|n| n.contains("connection refused")));
 }
 
 #[tokio::test]
 async fn bad_input_is_rejected_clearly() {
-    let s = build("toqd", &StrategyOptions::default()).expect("toqd");
+    let s = build("toqd", &node_evidence()).expect("toqd");
     let ctx = Ctx::new(Arc::new(bridge_model()), Arc::new(Prompts::default()), Recorder::new("", "toqd"));
     assert!(matches!(run(s.as_ref(), &ctx, "  ").await, Err(crate::ReasonError::EmptyQuestion)));
     assert!(matches!(run(s.as_ref(), &ctx, "q?").await, Err(crate::ReasonError::NeedsRetriever(_))));
-    let mut bad = StrategyOptions::default();
+    let mut bad = node_evidence();
     bad.set("critiq", serde_json::Value::Bool(false));
     assert!(build("toqd", &bad).is_err(), "unknown option keys are rejected");
-    assert!(build("nope", &StrategyOptions::default()).is_err());
+    assert!(build("nope", &node_evidence()).is_err());
 }
 
 #[tokio::test]
@@ -315,8 +358,8 @@ async fn bare_no_to_a_wh_question_and_run_on_subquestions_are_not_accepted() {
         .on_fn(SELF_VERIFY, |_, _| "No".into())
         .on(WITH_CONTEXT, "Rush")
         .on(SUMMARY, "Answer: Rush");
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
-    assert_eq!(t.nodes.len(), 1, "the run-on item was dropped");
+    let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(t.nodes.iter().filter(|n| n.id != "Q").count(), 1, "the run-on item was dropped");
     assert!(t.repairs.iter().any(|r| r.rule == "drop_overlong_subquestion"));
     let n1 = t.node("1").expect("node 1");
     assert_eq!(n1.decision, Decision::Retrieved, "a bare `No` to a which-question is not an answer");
@@ -343,7 +386,7 @@ fn sampling_model_after(first: ScriptedLlm) -> ScriptedLlm {
 
 #[tokio::test]
 async fn the_uncertainty_gate_retrieves_only_where_samples_disagree() {
-    let t = ask("toqd", StrategyOptions::default(), sampling_model(), Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", node_evidence(), sampling_model(), Some(corpus()), Budget::default()).await;
     let n1 = t.node("1").expect("node 1");
     let n2 = t.node("2").expect("node 2");
     assert_eq!((n1.decision, n1.answer.as_deref()), (Decision::Known, Some("Rush")));
@@ -385,7 +428,7 @@ async fn a_weak_vote_over_the_passages_sends_the_node_to_decomposition() {
             }
         }),
     );
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
     let n2 = t.node("2").expect("node 2");
     assert_eq!(n2.decision, Decision::Decomposed);
     assert_eq!(n2.extra["reading"]["accepted"], false);
@@ -400,7 +443,7 @@ async fn the_both_gate_retrieves_on_no_without_sampling() {
         sampling_model_after(
             ScriptedLlm::new().on_fn(SELF_VERIFY, |_, i| if i == 0 { "NO!".into() } else { "Rush".into() }),
         );
-    let opts = with(StrategyOptions::default(), "gate", serde_json::json!("both"));
+    let opts = with(node_evidence(), "gate", serde_json::json!("both"));
     let t = ask("toqd", opts, llm, Some(corpus()), Budget::default()).await;
     let n1 = t.node("1").expect("node 1");
     assert_eq!(n1.decision, Decision::Retrieved);
@@ -420,10 +463,42 @@ async fn the_both_gate_retrieves_on_no_without_sampling() {
 async fn a_rewrite_that_restates_the_main_question_is_not_used() {
     let question = "Which Canadian rock band released Counterparts and had a Hall of Fame drummer?";
     let llm = sampling_model_after(ScriptedLlm::new().on(REWRITE, question));
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
     let n2 = t.node("2").expect("node 2");
     assert_eq!(n2.rewritten.as_deref(), Some("Who was the drummer of that band? (Rush)"));
     assert!(t.repairs.iter().any(|r| r.rule == "rewrite_restated_question"), "{:?}", t.repairs);
+}
+
+#[tokio::test]
+async fn a_rewrite_that_is_a_statement_or_a_bare_answer_is_not_used() {
+    for rewrite in ["In 1975, Rush had a drummer", "Rush"] {
+        let llm = sampling_model_after(ScriptedLlm::new().on(REWRITE, rewrite));
+        let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
+        let n2 = t.node("2").expect("node 2");
+        assert_eq!(n2.rewritten.as_deref(), Some("Who was the drummer of that band? (Rush)"), "{rewrite}");
+        assert!(t.repairs.iter().any(|r| r.rule == "rewrite_not_a_question"), "{rewrite}: {:?}", t.repairs);
+    }
+}
+
+#[tokio::test]
+async fn the_defaults_read_the_question_passages_without_a_closed_book_gate_or_child_graphs() {
+    // Node 2's readings decline everywhere: with the defaults it is answered best-effort from its
+    // own search, not decomposed, and no node asks the model closed-book first.
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on_fn(WITH_CONTEXT, |p, _| if p.contains("Which band released") { "Rush".into() } else { "NO!".into() })
+            .on(BEST_EFFORT, "Neil Peart"),
+    );
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let p = purposes(&t);
+    assert!(!p.iter().any(|x| x == "self_verify" || x == "uncertainty_samples"), "{p:?}");
+    assert!(!p.iter().any(|x| x == "decompose" && p.iter().filter(|y| *y == "decompose").count() > 1), "{p:?}");
+    assert_eq!(t.node("1").map(|n| n.decision), Some(Decision::Retrieved));
+    let n2 = t.node("2").expect("node 2");
+    assert_eq!(n2.decision, Decision::Unresolved);
+    assert_eq!(n2.answer.as_deref(), Some("Neil Peart"));
+    assert_eq!(t.stats.retrieval_rounds, 2, "the question's search and node 2's own");
+    assert!(t.notes.iter().any(|n| n.contains("max_expansions")), "{:?}", t.notes);
 }
 
 #[tokio::test]
@@ -433,7 +508,7 @@ async fn a_leaf_that_lost_the_entity_searches_with_the_questions_names() {
             .on(DECOMPOSE, "1. Who was the drummer?\n2. Which band released the song Counterparts?")
             .on(CONSTRUCT, "1 -> Q\n2 -> Q"),
     );
-    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
     let queries: Vec<&str> = t
         .events
         .iter()
@@ -452,12 +527,12 @@ async fn a_leaf_that_lost_the_entity_searches_with_the_questions_names() {
 #[tokio::test]
 async fn the_summary_asks_for_the_thing_itself_unless_the_question_is_yes_no() {
     let llm = sampling_model();
-    let _ = ask("toqd", StrategyOptions::default(), llm.clone(), Some(corpus()), Budget::default()).await;
+    let _ = ask("toqd", node_evidence(), llm.clone(), Some(corpus()), Budget::default()).await;
     let summary = llm.calls().into_iter().find(|p| p.contains(SUMMARY)).expect("summary prompt");
     assert!(summary.contains("name, date, number") && !summary.contains("yes or no"), "{summary}");
 
     let llm = sampling_model();
-    let s = build("toqd", &StrategyOptions::default()).expect("toqd");
+    let s = build("toqd", &node_evidence()).expect("toqd");
     let ctx = Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), Recorder::new("q", "toqd"))
         .with_retriever(Some(Arc::new(corpus()) as Arc<dyn Retriever>));
     let _ = run(s.as_ref(), &ctx, "Did the band that released Counterparts have a Hall of Fame drummer?").await;
@@ -474,12 +549,12 @@ async fn gate_options_are_validated() {
         ("uncertainty", serde_json::json!("numsets")),
         ("gate", serde_json::json!("sometimes")),
     ] {
-        let opts = with(StrategyOptions::default(), key, value.clone());
+        let opts = with(node_evidence(), key, value.clone());
         assert!(build("toqd", &opts).is_err(), "{key} = {value} must be refused");
     }
     // One sample is fine with the NO! gate (the paper's greedy protocol), not with a sampling gate.
     assert!(build("toqd", &with(paper(), "samples", serde_json::json!(1))).is_ok());
-    assert!(build("toqd", &with(StrategyOptions::default(), "samples", serde_json::json!(1))).is_err());
+    assert!(build("toqd", &with(node_evidence(), "samples", serde_json::json!(1))).is_err());
 }
 
 /// Time and token budgets stop further model calls; the question still gets the best answer found
@@ -502,4 +577,80 @@ async fn time_and_token_budgets_end_the_question_best_effort() {
 
 fn paper_model_with_latency(latency: Duration) -> ScriptedLlm {
     bridge_model().latency(latency)
+}
+
+/// `evidence = question`: one search with the main question; a node that needs evidence reads those
+/// passages and searches on its own only when they leave it unanswered.
+fn question_evidence() -> StrategyOptions {
+    with(paper(), "evidence", serde_json::json!("question"))
+}
+
+#[tokio::test]
+async fn the_question_passages_answer_a_node_without_a_search_of_its_own() {
+    let summary_prompt = Arc::new(std::sync::Mutex::new(String::new()));
+    let kept = summary_prompt.clone();
+    let llm = bridge_model_after(ScriptedLlm::new().on_fn(SUMMARY, move |prompt, _| {
+        *kept.lock().expect("not poisoned") = prompt.to_string();
+        "Answer: Rush\nReason: Rush released it.".into()
+    }));
+    let t = ask("toqd", question_evidence(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(t.stats.retrieval_rounds, 1, "only the question's search");
+    let n2 = t.node("2").expect("node 2");
+    assert_eq!(n2.decision, Decision::Retrieved);
+    assert_eq!(n2.answer.as_deref(), Some("Neil Peart"));
+    let sink = t.node("Q").expect("the sink node carries the question's passages");
+    assert!(!sink.passages.is_empty());
+    assert_eq!(sink.passages, n2.passages, "node 2 read the question's passages");
+    assert_eq!(sink.parents, vec!["2"]);
+    assert_eq!(sink.answer.as_deref(), Some("Rush"));
+    let p = purposes(&t);
+    assert!(p.contains(&"read_question_passages".to_string()));
+    assert!(!p.contains(&"self_verify_context".to_string()), "no reading of a node search: {p:?}");
+    let summary_prompt = summary_prompt.lock().expect("not poisoned").clone();
+    assert!(summary_prompt.contains("\nPassages:\n[1]"), "the summary reads the passages too: {summary_prompt}");
+    assert!(summary_prompt.contains("Neil Peart was the drummer of Rush"));
+}
+
+#[tokio::test]
+async fn a_node_the_question_passages_leave_unanswered_searches_on_its_own() {
+    let readings = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = readings.clone();
+    let llm = bridge_model_after(ScriptedLlm::new().on_fn(WITH_CONTEXT, move |_, _| {
+        // The first reading (the question's passages) declines; the node's own search answers.
+        if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            "NO!".into()
+        } else {
+            "Neil Peart".into()
+        }
+    }));
+    let t = ask("toqd", question_evidence(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(readings.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(t.stats.retrieval_rounds, 2, "the question's search and node 2's");
+    let n2 = t.node("2").expect("node 2");
+    assert_eq!(n2.decision, Decision::Retrieved);
+    assert_eq!(n2.answer.as_deref(), Some("Neil Peart"));
+    let p = purposes(&t);
+    let first = p.iter().position(|x| x == "read_question_passages").expect("read the question's passages");
+    let second = p.iter().position(|x| x == "self_verify_context").expect("read its own search");
+    assert!(first < second);
+}
+
+#[tokio::test]
+async fn max_expansions_caps_the_nodes_decomposed_per_question() {
+    // Two independent nodes that nothing answers: with max_expansions = 1 only one is decomposed.
+    let llm = ScriptedLlm::new()
+        .on(DECOMPOSE_NODE, "1. Something narrower?")
+        .on(DECOMPOSE, "1. First unknowable thing?\n2. Second unknowable thing?")
+        .on(CONSTRUCT, "1 -> Q\n2 -> Q")
+        .on(SELF_VERIFY, "NO!")
+        .on(WITH_CONTEXT, "NO!")
+        .on(BEST_EFFORT, "a guess")
+        .on(AGGREGATE, "a guess")
+        .on(SUMMARY, "Answer: a guess");
+    let opts = with(paper(), "max_expansions", serde_json::json!(1));
+    let t = ask("toqd", opts, llm, Some(corpus()), Budget::default()).await;
+    let decomposed = ["1", "2"].iter().filter(|id| t.node(id).map(|n| n.decision) == Some(Decision::Decomposed)).count();
+    assert_eq!(decomposed, 1);
+    assert!(t.notes.iter().any(|n| n.contains("max_expansions")), "notes: {:?}", t.notes);
 }

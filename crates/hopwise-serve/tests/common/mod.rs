@@ -48,7 +48,7 @@ pub fn builder(llm: ScriptedLlm) -> AppStateBuilder {
 }
 
 pub fn limits(max_concurrency: usize, timeout: Duration, max_body_bytes: usize) -> Limits {
-    Limits { max_concurrency, timeout, max_body_bytes, retry_after_secs: 2 }
+    Limits { max_concurrency, timeout, max_body_bytes, retry_after_secs: 2, ..Limits::default() }
 }
 
 pub struct TestServer {

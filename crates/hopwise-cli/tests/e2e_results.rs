@@ -1,0 +1,185 @@
+//! The results tooling end to end: `hopwise eval` (real binary, real HTTP model server with scripted
+//! replies, each question's own paragraphs as the retriever) writes summary.md with intervals and
+//! the paired comparison with rtr; `hopwise report` turns a results/ tree of such runs into the
+//! EVALUATION.md section and cost plots without touching hand-written text; and the section
+//! committed in this repository is exactly what the report makes from the committed results/.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hopwise_models::testing::MockOpenAiServer;
+use serde_json::{json, Value};
+
+mod common;
+
+fn paragraph(title: &str, text: &str) -> Value {
+    json!({"title": title, "text": text, "supporting": true})
+}
+
+/// Four questions built so that, against rtr, direct wins one, ties one and loses two.
+fn dataset() -> String {
+    let rows = [
+        json!({"id": "q1", "question": "Is Ada Vance a composer?", "answers": ["yes"], "type": "comparison",
+               "paragraphs": [paragraph("Ada Vance", "Ada Vance is a composer."), paragraph("Moss", "Moss grows on stones.")]}),
+        json!({"id": "q2", "question": "Which lake lies beside Port Ellis?", "answers": ["Tidewater"], "type": "bridge",
+               "paragraphs": [paragraph("Tidewater", "Tidewater is the lake beside Port Ellis."), paragraph("Moss", "Moss grows on stones.")]}),
+        json!({"id": "q3", "question": "Who painted the Harbour Mural?", "answers": ["Bo Lind"], "type": "bridge",
+               "paragraphs": [paragraph("Harbour Mural", "The Harbour Mural was painted in 1950."), paragraph("Moss", "Moss grows on stones.")]}),
+        json!({"id": "q4", "question": "Which river crosses Hale?", "answers": ["Orme River"], "type": "bridge",
+               "paragraphs": [paragraph("Orme River", "The Orme River crosses Hale."), paragraph("Moss", "Moss grows on stones.")]}),
+    ];
+    rows.iter().map(|r| r.to_string() + "\n").collect()
+}
+
+fn hopwise(home: &Path, data: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
+    for var in
+        ["HOPWISE_CONFIG", "HOPWISE_LLM", "HOPWISE_MODEL", "HOPWISE_INDEX", "HOPWISE_BASE_URL", "HOPWISE_DATA_REGISTRY"]
+    {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOPWISE_HOME", home).env("HOPWISE_DATA", data);
+    cmd
+}
+
+async fn run(mut cmd: std::process::Command) -> std::process::Output {
+    let out = tokio::task::spawn_blocking(move || cmd.output().expect("run hopwise")).await.expect("join");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn eval(home: &Path, data: &Path, server: &str, strategies: &str, out: &Path) -> std::process::Command {
+    let mut cmd = hopwise(home, data);
+    // `--dataset tiny` is a name: it resolves to $HOPWISE_DATA/tiny.jsonl.
+    cmd.args(["eval", "--json", "--context", "--dataset", "tiny", "--model", "scripted", "--base-url", server])
+        .args(["--strategy", strategies, "--out"])
+        .arg(out);
+    cmd
+}
+
+fn records(out: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(out.join("results.jsonl")).expect("results.jsonl");
+    text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect()
+}
+
+fn cover_em(records: &[Value], strategy: &str, id: &str) -> f64 {
+    records
+        .iter()
+        .find(|r| r["strategy"] == strategy && r["id"] == id)
+        .and_then(|r| r["metrics"]["cover_em"].as_f64())
+        .unwrap_or_else(|| panic!("no {strategy}/{id}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its_section() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, data) = (tmp.path().join("home"), tmp.path().join("data"));
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::write(data.join("tiny.jsonl"), dataset()).expect("dataset");
+    let server =
+        MockOpenAiServer::start(Arc::new(common::first_title_model("Answer: yes"))).await.expect("mock server");
+    let url = server.base_url();
+
+    // One run with both strategies: summary.md carries intervals and the paired comparison.
+    let both = tmp.path().join("both");
+    run(eval(&home, &data, &url, "direct,rtr", &both)).await;
+    let rs = records(&both);
+    let per_question: Vec<f64> =
+        ["q1", "q2", "q3", "q4"].iter().map(|q| cover_em(&rs, "direct", q) - cover_em(&rs, "rtr", q)).collect();
+    assert_eq!(per_question, vec![1.0, -1.0, 0.0, -1.0], "the scripted model behaves as designed");
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(both.join("summary.json")).expect("summary.json")).expect("json");
+    let paired = &summary["paired"][0];
+    assert_eq!((paired["strategy"].as_str(), paired["baseline"].as_str()), (Some("direct"), Some("rtr")));
+    let acc = &paired["accuracy"];
+    assert_eq!((acc["wins"].as_u64(), acc["ties"].as_u64(), acc["losses"].as_u64()), (Some(1), Some(1), Some(2)));
+    assert!((acc["mean"].as_f64().expect("mean") + 0.25).abs() < 1e-12);
+    let (low, high) = (acc["interval"]["low"].as_f64().expect("low"), acc["interval"]["high"].as_f64().expect("high"));
+    assert!(low <= -0.25 && -0.25 <= high && low >= -1.0 && high <= 1.0, "{acc}");
+    let markdown = std::fs::read_to_string(both.join("summary.md")).expect("summary.md");
+    assert!(markdown.contains("## Paired with rtr"), "{markdown}");
+    assert!(markdown.contains("| tiny | direct | rtr | 4 | -25.0 ["), "{markdown}");
+    assert!(markdown.contains("1 / 1 / 2 |"), "{markdown}");
+    assert!(markdown.contains("| 50.00 (n=4) ["), "rtr's 50 % with its interval: {markdown}");
+    assert!(markdown.contains("| prompt tokens | cached prompt tokens | completion tokens |"), "{markdown}");
+
+    // A results/ tree as scripts/results.sh writes it: one folder per row.
+    let repo = tmp.path().join("repo");
+    let rows = repo.join("results/scripted/tiny");
+    run(eval(&home, &data, &url, "direct", &rows.join("direct"))).await;
+    run(eval(&home, &data, &url, "rtr", &rows.join("rtr"))).await;
+    std::fs::write(
+        repo.join("results/plan.tsv"),
+        "# rows\ndirect\ttiny\tdirect\t-\t4\nrtr\ttiny\trtr\t-\t4\ncot\ttiny\tcot\t-\t4\n",
+    )
+    .expect("plan");
+    let session = json!({"started": "2026-11-24T10:00:00Z", "ended": "2026-11-24T10:05:00Z", "threads": 1,
+                         "concurrency": 2, "cpu": "Test CPU", "cpus": 2, "done_before": 0, "done_after": 4});
+    std::fs::write(rows.join("rtr/sessions.jsonl"), format!("{session}\n")).expect("sessions");
+    let hand = "# Evaluation\n\nHand-written intro.\n\n<!-- results:begin -->\nstale\n<!-- results:end -->\n\n## Older section\n\nKept as is.\n";
+    std::fs::write(repo.join("EVALUATION.md"), hand).expect("doc");
+
+    let mut report = hopwise(&home, &data);
+    report.current_dir(&repo).args(["report", "results", "--out", "EVALUATION.md"]);
+    run(report).await;
+    let doc = std::fs::read_to_string(repo.join("EVALUATION.md")).expect("doc");
+    assert!(doc.starts_with("# Evaluation\n\nHand-written intro.\n\n<!-- results:begin -->\n## Results"), "{doc}");
+    assert!(doc.ends_with("<!-- results:end -->\n\n## Older section\n\nKept as is.\n"), "{doc}");
+    assert!(!doc.contains("stale"));
+    assert!(doc.contains("Generated by `hopwise report results --out EVALUATION.md`"), "{doc}");
+    assert!(doc.contains("| direct | – | 4/4 | 25.0 ["), "{doc}");
+    assert!(doc.contains("| rtr | – | 4/4 | 50.0 ["), "{doc}");
+    assert!(doc.contains("| cot | – | 0/4 | – |"), "a planned row not yet run shows n = 0: {doc}");
+    assert!(doc.contains("| tiny | direct | rtr | 4 | -25.0 ["), "{doc}");
+    assert!(doc.contains("scripts/results.sh --only '^tiny/(direct|rtr|cot)$'"), "{doc}");
+    assert!(doc.contains("1 inference threads, 2 questions at once, on Test CPU (2 CPUs), 2026-11-24"), "{doc}");
+    assert!(doc.contains("not recorded for direct"), "{doc}");
+    assert!(doc.contains("2 of 3 planned rows are complete"), "{doc}");
+    assert!(doc.contains("](docs/results/scripted/tiny-cost.png)"), "{doc}");
+    for ext in ["png", "svg"] {
+        let plot = repo.join(format!("docs/results/scripted/tiny-cost.{ext}"));
+        assert!(std::fs::metadata(&plot).map(|m| m.len() > 1000).unwrap_or(false), "{}", plot.display());
+    }
+    let svg = std::fs::read_to_string(repo.join("docs/results/scripted/tiny-cost.svg")).expect("svg");
+    let labels: Vec<&str> = svg.lines().map(str::trim).collect();
+    assert!(labels.contains(&"direct") && labels.contains(&"rtr"), "one labelled point per row");
+
+    // Regenerating changes nothing.
+    let mut again = hopwise(&home, &data);
+    again.current_dir(&repo).args(["report", "results", "--out", "EVALUATION.md"]);
+    run(again).await;
+    assert_eq!(std::fs::read_to_string(repo.join("EVALUATION.md")).expect("doc"), doc);
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The results section of EVALUATION.md is what `hopwise report results --out EVALUATION.md` makes
+/// from the committed results/: no hand-copied numbers. After adding rows, rerun that command.
+#[test]
+fn the_committed_results_section_is_regenerated_from_results() {
+    let root = repo_root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(root.join("EVALUATION.md"), tmp.path().join("EVALUATION.md")).expect("copy EVALUATION.md");
+    std::os::unix::fs::symlink(root.join("results"), tmp.path().join("results")).expect("link results");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .current_dir(tmp.path())
+        .env("HOPWISE_HOME", tmp.path().join("home"))
+        .args(["report", "results", "--out", "EVALUATION.md"])
+        .output()
+        .expect("run hopwise report");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let committed = std::fs::read_to_string(root.join("EVALUATION.md")).expect("read");
+    let regenerated = std::fs::read_to_string(tmp.path().join("EVALUATION.md")).expect("read");
+    assert!(
+        committed == regenerated,
+        "EVALUATION.md's results section is out of date: run `hopwise report results --out EVALUATION.md`"
+    );
+    for entry in std::fs::read_dir(tmp.path().join("docs/results")).expect("plots").flatten() {
+        for plot in std::fs::read_dir(entry.path()).expect("model plots").flatten() {
+            let committed = root.join("docs/results").join(entry.file_name()).join(plot.file_name());
+            assert!(committed.is_file(), "{} is not committed", committed.display());
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Finds the computed rows: `results/<model>/<dataset>/<row>/` holding `results.jsonl`, with its
+//! `run.json` (the configuration fingerprint) and `sessions.jsonl` (one line per
+//! `scripts/results.sh` invocation that worked on the row: when, where, with how many threads).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::config::RunFingerprint;
+use crate::error::{EvalError, Result};
+use crate::results::{read_results, ResultRecord};
+
+/// One `scripts/results.sh` invocation on a row, as it recorded itself.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Session {
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub started: String,
+    pub ended: String,
+    pub threads: Option<u32>,
+    pub concurrency: Option<u32>,
+    /// CPU model and logical CPU count of the machine.
+    pub cpu: Option<String>,
+    pub cpus: Option<u32>,
+    /// Lines in `results.jsonl` before and after.
+    pub done_before: Option<usize>,
+    pub done_after: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RowResults {
+    pub model: String,
+    pub dataset: String,
+    pub label: String,
+    pub dir: PathBuf,
+    pub records: Vec<ResultRecord>,
+    pub run: Option<RunFingerprint>,
+    pub sessions: Vec<Session>,
+}
+
+fn subdirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| EvalError::Read { path: dir.to_path_buf(), source: e })?;
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .filter(|p| !p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+fn name_of(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Session lines that do not parse are skipped: they only annotate the tables.
+fn read_sessions(path: &Path) -> Vec<Session> {
+    std::fs::read_to_string(path)
+        .map(|text| text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Every row directory under `results_dir` (three levels down) that holds a `results.jsonl`.
+pub fn scan(results_dir: &Path) -> Result<Vec<RowResults>> {
+    let mut rows = Vec::new();
+    for model_dir in subdirs(results_dir)? {
+        for dataset_dir in subdirs(&model_dir)? {
+            for row_dir in subdirs(&dataset_dir)? {
+                let results = row_dir.join("results.jsonl");
+                if !results.is_file() {
+                    continue;
+                }
+                let (records, _) = read_results(&results)?;
+                let run = match std::fs::read(row_dir.join("run.json")) {
+                    Ok(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| EvalError::Report {
+                        path: row_dir.join("run.json"),
+                        message: format!("not a run fingerprint: {e}"),
+                    })?),
+                    Err(_) => None,
+                };
+                rows.push(RowResults {
+                    model: name_of(&model_dir),
+                    dataset: name_of(&dataset_dir),
+                    label: name_of(&row_dir),
+                    sessions: read_sessions(&row_dir.join("sessions.jsonl")),
+                    dir: row_dir,
+                    records,
+                    run,
+                });
+            }
+        }
+    }
+    Ok(rows)
+}

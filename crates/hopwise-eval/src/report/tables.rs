@@ -1,0 +1,198 @@
+//! The report's tables, computed from the plan and the rows on disk: per model and dataset the
+//! main table (rows named after their strategy), one ablation table per strategy that has
+//! ablation rows (led by that strategy's main row), and every row against `rtr`.
+
+use std::collections::BTreeSet;
+
+use crate::paired::{compare, PairedComparison, BASELINE};
+use crate::report::plan::PlannedRow;
+use crate::report::scan::{RowResults, Session};
+use crate::results::ResultRecord;
+use crate::summary::{summarize, Cell};
+
+/// One row of a table: what was planned and what finished.
+#[derive(Debug, Clone)]
+pub struct RowView<'a> {
+    pub label: String,
+    pub strategy: String,
+    pub options: Vec<String>,
+    /// Questions planned; `None` for a row found on disk but not in the plan.
+    pub planned: Option<usize>,
+    /// Means and intervals over the finished questions; `None` before the first one.
+    pub cell: Option<Cell>,
+    pub results: Option<&'a RowResults>,
+}
+
+impl RowView<'_> {
+    pub fn done(&self) -> usize {
+        self.cell.as_ref().map_or(0, |c| c.n)
+    }
+
+    pub fn sessions(&self) -> &[Session] {
+        self.results.map_or(&[], |r| r.sessions.as_slice())
+    }
+
+    fn records(&self) -> Vec<&ResultRecord> {
+        self.results.map_or_else(Vec::new, |r| r.records.iter().filter(|x| x.strategy == self.strategy).collect())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Table<'a> {
+    /// `None` for the main table, else the strategy whose ablations these are.
+    pub ablated: Option<String>,
+    pub rows: Vec<RowView<'a>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatasetReport<'a> {
+    pub dataset: String,
+    pub main: Table<'a>,
+    pub ablations: Vec<Table<'a>>,
+    /// Every row with results against the `rtr` row, on their common questions.
+    pub paired: Vec<PairedComparison>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelReport<'a> {
+    pub model: String,
+    pub datasets: Vec<DatasetReport<'a>>,
+}
+
+fn view<'a>(planned: Option<&PlannedRow>, found: Option<&'a RowResults>, label: &str) -> RowView<'a> {
+    let strategy = planned
+        .map(|p| p.strategy.clone())
+        .or_else(|| found.and_then(|f| f.records.first()).map(|r| r.strategy.clone()))
+        .unwrap_or_default();
+    let cell = found.and_then(|f| {
+        let summary = summarize(&f.records);
+        summary.cells.into_iter().find(|c| c.strategy == strategy)
+    });
+    RowView {
+        label: label.to_string(),
+        options: planned.map(|p| p.options.clone()).unwrap_or_default(),
+        planned: planned.map(|p| p.questions),
+        strategy,
+        cell,
+        results: found,
+    }
+}
+
+fn dataset_report<'a>(dataset: &str, plan: &[PlannedRow], found: &[&'a RowResults]) -> DatasetReport<'a> {
+    let planned: Vec<&PlannedRow> = plan.iter().filter(|p| p.dataset == dataset).collect();
+    let mut rows: Vec<RowView<'a>> =
+        planned.iter().map(|p| view(Some(p), found.iter().copied().find(|f| f.label == p.label), &p.label)).collect();
+    // Rows on disk that the plan does not list come last, by label.
+    for f in found.iter().filter(|f| !planned.iter().any(|p| p.label == f.label)) {
+        rows.push(view(None, Some(f), &f.label));
+    }
+    let is_main = |r: &RowView| r.label == r.strategy;
+    let main = Table { ablated: None, rows: rows.iter().filter(|r| is_main(r)).cloned().collect() };
+    let mut ablated: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| !is_main(r)) {
+        if !ablated.contains(&r.strategy) {
+            ablated.push(r.strategy.clone());
+        }
+    }
+    let ablations = ablated
+        .into_iter()
+        .map(|strategy| Table {
+            rows: rows.iter().filter(|r| r.strategy == strategy).cloned().collect(),
+            ablated: Some(strategy),
+        })
+        .collect();
+    DatasetReport { dataset: dataset.to_string(), paired: paired_with_rtr(dataset, &rows), main, ablations }
+}
+
+fn paired_with_rtr(dataset: &str, rows: &[RowView]) -> Vec<PairedComparison> {
+    let Some(baseline) = rows.iter().find(|r| r.label == BASELINE && r.done() > 0) else {
+        return Vec::new();
+    };
+    let baseline_records = baseline.records();
+    rows.iter()
+        .filter(|r| r.label != BASELINE && r.done() > 0)
+        .filter_map(|r| compare(dataset, BASELINE, &baseline_records, &r.label, &r.records()))
+        .collect()
+}
+
+/// Builds the report of every model that has results, datasets in plan order (others after, by
+/// name).
+pub fn build<'a>(plan: &[PlannedRow], found: &'a [RowResults]) -> Vec<ModelReport<'a>> {
+    let models: BTreeSet<&str> = found.iter().map(|r| r.model.as_str()).collect();
+    models
+        .into_iter()
+        .map(|model| {
+            let of_model: Vec<&RowResults> = found.iter().filter(|r| r.model == model).collect();
+            let mut datasets: Vec<String> = Vec::new();
+            for d in plan.iter().map(|p| p.dataset.as_str()) {
+                if !datasets.iter().any(|x| x == d) {
+                    datasets.push(d.to_string());
+                }
+            }
+            let mut unplanned: Vec<String> =
+                of_model.iter().map(|r| r.dataset.clone()).filter(|d| !datasets.contains(d)).collect();
+            unplanned.sort();
+            unplanned.dedup();
+            datasets.extend(unplanned);
+            let datasets = datasets
+                .iter()
+                .map(|d| {
+                    let rows: Vec<&RowResults> = of_model.iter().copied().filter(|r| &r.dataset == d).collect();
+                    dataset_report(d, plan, &rows)
+                })
+                .collect();
+            ModelReport { model: model.to_string(), datasets }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::report::plan::parse_plan;
+    use crate::results::scored_record;
+
+    fn found(label: &str, strategy: &str, scores: &[f64]) -> RowResults {
+        let records =
+            scores.iter().enumerate().map(|(i, &s)| scored_record("d", &i.to_string(), strategy, s, s)).collect();
+        RowResults {
+            model: "m".into(),
+            dataset: "d".into(),
+            label: label.into(),
+            dir: PathBuf::from(label),
+            records,
+            run: None,
+            sessions: vec![],
+        }
+    }
+
+    #[test]
+    fn rows_fall_into_main_and_ablation_tables_in_plan_order() {
+        let plan = parse_plan(
+            std::path::Path::new("plan.tsv"),
+            "rtr\td\trtr\t-\t4\ntoqd\td\ttoqd\t-\t4\ntoqd-no-critique\td\ttoqd\tcritique=false\t4\n",
+        )
+        .expect("plan");
+        let rows = [
+            found("toqd-no-critique", "toqd", &[1.0, 0.0, 1.0]),
+            found("rtr", "rtr", &[1.0, 1.0, 0.0, 0.0]),
+            found("cot", "cot", &[0.0, 1.0]), // on disk, not in the plan
+        ];
+        let models = build(&plan, &rows);
+        assert_eq!(models.len(), 1);
+        let d = &models[0].datasets[0];
+        let labels = |t: &Table| t.rows.iter().map(|r| r.label.clone()).collect::<Vec<_>>();
+        assert_eq!(labels(&d.main), vec!["rtr", "toqd", "cot"], "plan order, then unplanned rows");
+        assert_eq!(d.main.rows[1].done(), 0, "toqd is planned but not run");
+        assert_eq!(d.main.rows[2].planned, None);
+        assert_eq!(d.ablations.len(), 1);
+        assert_eq!(d.ablations[0].ablated.as_deref(), Some("toqd"));
+        assert_eq!(labels(&d.ablations[0]), vec!["toqd", "toqd-no-critique"], "led by the strategy's main row");
+        let paired: Vec<(&str, usize)> = d.paired.iter().map(|p| (p.strategy.as_str(), p.accuracy.n)).collect();
+        assert_eq!(paired, vec![("toqd-no-critique", 3), ("cot", 2)], "common questions only; toqd has none");
+        let a = &d.paired[0].accuracy;
+        assert_eq!((a.mean, a.wins, a.ties, a.losses), (0.0, 1, 1, 1), "1, 0, 1 against rtr's 1, 1, 0");
+    }
+}
