@@ -17,7 +17,9 @@ pub mod trace;
 
 pub use error::{BackendErrorKind, Error, Result};
 pub use home::default_home;
-pub use llm::{ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm, MeteredModel, Role, Usage};
+pub use llm::{
+    CallTiming, ChatMessage, ChatRequest, ChatResponse, Completion, GenParams, Llm, MeteredModel, Role, Usage,
+};
 pub use nli::{Nli, NliLabel, NliVerdict};
 pub use prompts::{Prompts, Protocol};
 pub use retrieval::{Embedder, Passage, Retriever, RewriteMethod};

@@ -52,6 +52,11 @@ pub struct GenParams {
     pub grammar: Option<String>,
     /// Ask for per-token log-probabilities where the backend offers them.
     pub logprobs: bool,
+    /// Prompt-lookup decoding (drafts copied from the prompt, verified in one batched step) where the
+    /// backend supports it: `None` leaves it to the backend's default, `Some(false)` turns it off for a
+    /// call whose output does not copy from its prompt. Outputs are the same either way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_lookup: Option<bool>,
 }
 
 impl Default for GenParams {
@@ -65,6 +70,7 @@ impl Default for GenParams {
             n: 1,
             grammar: None,
             logprobs: false,
+            prompt_lookup: None,
         }
     }
 }
@@ -90,6 +96,29 @@ impl ChatRequest {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Prompt tokens served from the backend's prefix cache instead of being evaluated again
+    /// (included in `prompt_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_prompt_tokens: u64,
+}
+
+impl Usage {
+    pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Self {
+        Self { prompt_tokens, completion_tokens, cached_prompt_tokens: 0 }
+    }
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// Where one call's time went inside the backend, in milliseconds: waiting for the model, evaluating
+/// the prompt, generating. Backends that cannot tell leave it out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallTiming {
+    pub queue_ms: u64,
+    pub prompt_ms: u64,
+    pub decode_ms: u64,
 }
 
 /// One sampled completion. `top_logprobs` holds, for the first generated token, the candidate tokens
@@ -109,6 +138,8 @@ pub struct ChatResponse {
     pub usage: Usage,
     #[serde(default)]
     pub grammar_used: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<CallTiming>,
 }
 
 impl ChatResponse {

@@ -90,11 +90,11 @@ impl Llm for ScriptedLlm {
                 ..Default::default()
             })
             .collect::<Vec<_>>();
-        let usage = Usage {
-            prompt_tokens: crate::text::word_count(&prompt),
-            completion_tokens: choices.iter().map(|c| crate::text::word_count(&c.text)).sum(),
-        };
-        Ok(ChatResponse { choices, usage, grammar_used: false })
+        let usage = Usage::new(
+            crate::text::word_count(&prompt),
+            choices.iter().map(|c| crate::text::word_count(&c.text)).sum(),
+        );
+        Ok(ChatResponse { choices, usage, ..ChatResponse::default() })
     }
 }
 

@@ -84,6 +84,10 @@ pub struct Repair {
     pub detail: String,
 }
 
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
@@ -97,6 +101,12 @@ pub enum EventKind {
         grammar: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// Prompt tokens the backend served from its prefix cache.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cached_prompt_tokens: u64,
+        /// Queueing, prompt and decoding time inside the backend, where it reports them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timing: Option<crate::CallTiming>,
     },
     Retrieval {
         query: String,

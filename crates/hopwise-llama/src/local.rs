@@ -1,109 +1,25 @@
 //! `LocalLlm`: the public face of the in-process backend.
 
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use hopwise_core::{ChatRequest, ChatResponse, Llm};
 use tokio::sync::oneshot;
 
-use crate::engine::{self, Job};
+use crate::config::LocalConfig;
+use crate::engine;
 use crate::error::{LlamaError, Result};
 use crate::gguf;
-use crate::template::TemplateSource;
-
-/// Environment variable with the number of inference threads.
-pub const THREADS_ENV: &str = "HOPWISE_THREADS";
-
-/// How requests that arrive while the model is busy are served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Concurrency {
-    /// Waiting requests join one decoding round: their sequences share every batched decode step.
-    Batch,
-    /// One request at a time, in arrival order.
-    Queue,
-}
-
-/// Settings of the local backend.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct LocalConfig {
-    /// KV-cache cells shared by all sequences of a round: prompt + n × max_tokens must fit (larger `n`
-    /// runs in waves). A prompt of `n_ctx` tokens or more is refused with [`LlamaError::PromptTooLong`];
-    /// a shorter one gets at most `n_ctx - prompt` new tokens.
-    pub n_ctx: u32,
-    /// Inference threads; `None` reads `HOPWISE_THREADS`, else uses every available core.
-    pub threads: Option<usize>,
-    /// Tokens evaluated per prompt-decoding step.
-    pub n_batch: u32,
-    /// Most sequences decoded together (samples of all requests in a round).
-    pub max_sequences: u32,
-    pub concurrency: Concurrency,
-    /// Keep only the k most likely tokens before top-p (0 = off); bounds the sampling cost per token.
-    pub top_k: u32,
-}
-
-impl Default for LocalConfig {
-    fn default() -> Self {
-        Self { n_ctx: 4096, threads: None, n_batch: 512, max_sequences: 32, concurrency: Concurrency::Batch, top_k: 40 }
-    }
-}
-
-impl LocalConfig {
-    /// The thread count to use: the explicit setting, `HOPWISE_THREADS`, or the available cores.
-    pub fn resolved_threads(&self) -> usize {
-        self.threads
-            .or_else(|| std::env::var(THREADS_ENV).ok().and_then(|value| value.trim().parse().ok()))
-            .filter(|threads| *threads > 0)
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
-    }
-}
-
-/// What was loaded, and how.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ModelInfo {
-    pub path: PathBuf,
-    pub n_ctx: u32,
-    pub n_ctx_train: u32,
-    pub n_params: u64,
-    pub size_bytes: u64,
-    pub threads: usize,
-    pub template: TemplateSource,
-    pub load_time: Duration,
-}
-
-/// Where the time of one request went.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Timing {
-    /// Waiting for the worker (earlier requests, or earlier waves of this one).
-    pub queue_time: Duration,
-    pub prompt_tokens: usize,
-    /// Evaluating the prompt (once per wave of samples).
-    pub prompt_time: Duration,
-    /// How often the prompt was evaluated: 1 unless the samples did not fit the KV cache at once.
-    pub prompt_evaluations: usize,
-    /// Tokens generated, over all samples.
-    pub generated_tokens: usize,
-    /// Batched decoding of the round(s) this request took part in.
-    pub decode_time: Duration,
-    /// Batched decode calls in those rounds (each advances every live sequence by one token).
-    pub decode_steps: usize,
-}
-
-/// A response together with its timing.
-#[derive(Debug, Clone)]
-pub struct Generation {
-    pub response: ChatResponse,
-    pub timing: Timing,
-}
+use crate::job::{EngineStats, Generation, Job, ModelInfo};
 
 /// A GGUF model served in-process by llama.cpp.
 ///
 /// The model and its context live on one worker thread; requests reach it through a queue and callers
 /// await the reply, so any number of tasks may call [`Llm::chat`] at once. The `n` samples of a request
-/// share one prompt evaluation (its KV cache is copied to `n` sequences decoded in one batch).
+/// share one prompt evaluation, and requests share cached prompt prefixes. Dropping the future of a
+/// call stops its generation within a decode step and frees its cells.
 pub struct LocalLlm {
     name: String,
     /// See [`crate::setup::file_identity`].
@@ -111,6 +27,7 @@ pub struct LocalLlm {
     info: ModelInfo,
     config: LocalConfig,
     jobs: mpsc::Sender<Job>,
+    stats: Arc<Mutex<EngineStats>>,
 }
 
 impl std::fmt::Debug for LocalLlm {
@@ -126,8 +43,15 @@ impl LocalLlm {
         gguf::validate(&path)?;
         let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
         let file_identity = crate::setup::file_identity(&path);
-        let (jobs, info) = engine::spawn(path, &config)?;
-        Ok(Self { name: format!("local:{stem}"), file_identity, info, config, jobs })
+        let worker = engine::spawn(path, &config)?;
+        Ok(Self {
+            name: format!("local:{stem}"),
+            file_identity,
+            info: worker.info,
+            config,
+            jobs: worker.jobs,
+            stats: worker.stats,
+        })
     }
 
     /// Resolves a registry name or a GGUF path with [`crate::ensure_model`] (fetching a named model
@@ -158,6 +82,31 @@ impl LocalLlm {
 
     pub fn config(&self) -> &LocalConfig {
         &self.config
+    }
+
+    /// The engine's state after its latest decode step: requests, sequences, cells, running totals.
+    pub fn stats(&self) -> EngineStats {
+        self.stats.lock().map(|stats| stats.clone()).unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    /// Waits, polling every 20 ms, until the engine's counters satisfy `done`: `Err` with the last
+    /// counters when `limit` passes first. For tests and benchmarks that watch the engine work.
+    pub async fn wait_for_stats(
+        &self,
+        limit: Duration,
+        done: impl Fn(&EngineStats) -> bool,
+    ) -> std::result::Result<EngineStats, EngineStats> {
+        let started = Instant::now();
+        loop {
+            let stats = self.stats();
+            if done(&stats) {
+                return Ok(stats);
+            }
+            if started.elapsed() >= limit {
+                return Err(stats);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     fn submit(&self, request: &ChatRequest) -> Result<oneshot::Receiver<Result<Generation>>> {
@@ -200,14 +149,6 @@ impl Llm for LocalLlm {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn explicit_threads_win_and_zero_is_ignored() {
-        let config = LocalConfig { threads: Some(3), ..LocalConfig::default() };
-        assert_eq!(config.resolved_threads(), 3);
-        let config = LocalConfig { threads: Some(0), ..LocalConfig::default() };
-        assert!(config.resolved_threads() >= 1);
-    }
 
     #[test]
     fn loading_a_non_model_fails_before_llama_cpp_sees_it() {

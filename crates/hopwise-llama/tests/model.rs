@@ -1,7 +1,7 @@
 //! End-to-end tests on the real Qwen2.5-Coder-0.5B model, one inference thread.
 //!
-//! The model is loaded once and shared; its worker thread serves one round at a time, so the tests'
-//! inference never runs in parallel. The model must be installed (`hopwise setup`, or `ensure_model`
+//! The model is loaded once and shared; its one worker thread serves all tests' requests (batched
+//! together when they overlap). The model must be installed (`hopwise setup`, or `ensure_model`
 //! with `qwen2.5-0.5b`): without it these tests fail, they do not skip. They assert on structure and
 //! protocol, not on the wording of a small model.
 
@@ -64,10 +64,23 @@ async fn answers_a_trivial_prompt_with_the_gguf_template() {
 
 #[tokio::test]
 async fn samples_share_one_prompt_evaluation_and_follow_their_seeds() {
-    let llm = model();
-    let params =
-        GenParams { temperature: 1.0, top_p: 1.0, max_tokens: 10, n: 3, seed: Some(11), ..GenParams::default() };
+    // Its own engine: the shared one would batch this test's steps with other tests' sequences, and a
+    // batch of another shape rounds the logits differently, enough to flip a sample at temperature 1.
+    let config = LocalConfig { threads: Some(1), ..LocalConfig::default() };
+    let llm = &LocalLlm::load(model_path(), config).expect("the installed test model loads");
     let prompt = "Invent a name for a new color and describe it in one sentence.";
+    // Prompt lookup off and the prompt cached first, so every request below evaluates it the same way
+    // (llama.cpp's rounding depends on how a prompt is split into batches).
+    let params = GenParams {
+        temperature: 1.0,
+        top_p: 1.0,
+        max_tokens: 10,
+        n: 3,
+        seed: Some(11),
+        prompt_lookup: Some(false),
+        ..GenParams::default()
+    };
+    llm.generate(&request(prompt, GenParams { n: 1, max_tokens: 1, ..params.clone() })).await.unwrap();
     let sampled = llm.generate(&request(prompt, params.clone())).await.unwrap();
     let single = llm.generate(&request(prompt, GenParams { n: 1, ..params.clone() })).await.unwrap();
 
@@ -144,13 +157,13 @@ async fn grammars_force_numbered_lists_and_edges() {
 }
 
 #[tokio::test]
-async fn concurrent_requests_complete_and_waiting_ones_share_a_round() {
+async fn concurrent_requests_complete_and_share_decode_steps() {
     let llm = model();
     let busy = request("Name three rivers.", greedy(12));
     let fruit = request("Name a fruit. One word.", greedy(6));
     let animal = request("Name an animal. One word.", GenParams { n: 2, temperature: 0.8, seed: Some(3), ..greedy(6) });
-    // The two later requests arrive together while the worker is busy with the first, so the
-    // batching worker serves them in one round: one set of decode steps for both.
+    // The two later requests arrive while the worker is busy with the first; they join its decode
+    // steps instead of waiting for it.
     let (busy, (fruit, animal)) = tokio::join!(llm.generate(&busy), async {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         tokio::join!(llm.generate(&fruit), llm.generate(&animal))
@@ -158,13 +171,16 @@ async fn concurrent_requests_complete_and_waiting_ones_share_a_round() {
     let (busy, fruit, animal) = (busy.unwrap(), fruit.unwrap(), animal.unwrap());
     assert_eq!(fruit.response.choices.len(), 1);
     assert_eq!(animal.response.choices.len(), 2);
-    for choice in busy.response.choices.iter().chain(&fruit.response.choices).chain(&animal.response.choices) {
-        assert!(!choice.text.trim().is_empty());
-        assert!(choice.finish_reason.is_some());
+    for generation in [&busy, &fruit, &animal] {
+        for choice in &generation.response.choices {
+            assert!(!choice.text.trim().is_empty());
+            assert!(choice.finish_reason.is_some());
+        }
+        let timing = generation.response.timing.expect("the engine reports where the time went");
+        assert_eq!(timing, generation.timing.call_timing());
+        assert!(generation.timing.decode_steps >= 1);
     }
-    assert_eq!(fruit.timing.decode_steps, animal.timing.decode_steps);
-    assert_eq!(fruit.timing.decode_time, animal.timing.decode_time);
-    assert!(fruit.timing.queue_time > std::time::Duration::ZERO);
+    assert_eq!(animal.timing.prompt_evaluations, 1);
 }
 
 #[tokio::test]

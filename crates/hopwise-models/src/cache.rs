@@ -281,7 +281,8 @@ impl<L: Llm> Llm for CachedLlm<L> {
         let _computing = lock.lock().await;
         if let Some(response) = self.cache.get::<ChatResponse>(&material).await? {
             self.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(response);
+            // A hit costs no model time: the stored call's timing would misreport this one.
+            return Ok(ChatResponse { timing: None, ..response });
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         if self.mode == CacheMode::ReadOnly {

@@ -354,6 +354,7 @@ impl OpenAiLlm {
             merged.choices.extend(response.choices.into_iter().take(1));
             merged.usage.prompt_tokens += response.usage.prompt_tokens;
             merged.usage.completion_tokens += response.usage.completion_tokens;
+            merged.usage.cached_prompt_tokens += response.usage.cached_prompt_tokens;
         }
         Ok(merged)
     }
@@ -404,6 +405,7 @@ impl Llm for OpenAiLlm {
             response.choices.extend(extra.choices);
             response.usage.prompt_tokens += extra.usage.prompt_tokens;
             response.usage.completion_tokens += extra.usage.completion_tokens;
+            response.usage.cached_prompt_tokens += extra.usage.cached_prompt_tokens;
         }
         response.choices.truncate(n as usize);
         response.grammar_used = self.grammar(request).is_some();

@@ -388,6 +388,7 @@ async fn chat_completions(State(state): State<Arc<MockState>>, uri: Uri, headers
         n: if behaviour.ignore_n { 1 } else { n },
         grammar: incoming.grammar,
         logprobs: incoming.logprobs.unwrap_or(false),
+        prompt_lookup: None,
     };
     let want_logprobs = params.logprobs;
     let request = ChatRequest::new(incoming.messages, params);
@@ -424,6 +425,7 @@ async fn chat_completions(State(state): State<Arc<MockState>>, uri: Uri, headers
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
             "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cached_prompt_tokens},
         },
     }))
     .into_response()

@@ -52,6 +52,15 @@ struct WireMessage {
 struct WireUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    /// Read leniently: servers that do not cache prompts leave it out or fill it oddly.
+    prompt_tokens_details: Option<serde_json::Value>,
+}
+
+impl WireUsage {
+    /// `prompt_tokens_details.cached_tokens` (OpenAI, llama.cpp's server), 0 when absent or not a count.
+    fn cached_tokens(&self) -> u64 {
+        self.prompt_tokens_details.as_ref().and_then(|d| d.get("cached_tokens")).and_then(|v| v.as_u64()).unwrap_or(0)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,8 +112,10 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<ChatResponse, String> {
         usage: Usage {
             prompt_tokens: usage.prompt_tokens.unwrap_or(0),
             completion_tokens: usage.completion_tokens.unwrap_or(0),
+            cached_prompt_tokens: usage.cached_tokens(),
         },
         grammar_used: false,
+        timing: None,
     })
 }
 
@@ -138,7 +149,22 @@ mod tests {
         let r = parse_response(body).unwrap();
         assert_eq!(r.choices.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(r.choices[0].finish_reason.as_deref(), Some("stop"));
-        assert_eq!(r.usage, Usage { prompt_tokens: 7, completion_tokens: 2 });
+        assert_eq!(r.usage, Usage::new(7, 2));
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_read_from_the_usage_details() {
+        let body = br#"{"choices":[{"message":{"content":"a"}}],
+            "usage":{"prompt_tokens":90,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":64}}}"#;
+        let r = parse_response(body).unwrap();
+        assert_eq!(r.usage, Usage { prompt_tokens: 90, completion_tokens: 2, cached_prompt_tokens: 64 });
+        for odd in [r#"{"cached_tokens":"many"}"#, r#"null"#, r#"{"cached_tokens":-3}"#, r#"[]"#] {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"content":"a"}}}}],"usage":{{"prompt_tokens":5,"prompt_tokens_details":{odd}}}}}"#
+            );
+            let r = parse_response(body.as_bytes()).unwrap();
+            assert_eq!(r.usage, Usage::new(5, 0), "{odd}");
+        }
     }
 
     #[test]

@@ -52,7 +52,7 @@ async fn round_trip_with_n_samples_and_usage() {
     assert_eq!(texts, ["Paris 0", "Paris 1", "Paris 2"]);
     assert_eq!(response.choices[0].finish_reason.as_deref(), Some("stop"));
     // The scripted model counts words: 2 + 6 prompt words, 2 words per answer.
-    assert_eq!(response.usage, Usage { prompt_tokens: 8, completion_tokens: 6 });
+    assert_eq!(response.usage, Usage::new(8, 6));
     assert!(!response.grammar_used);
 
     let sent = &server.requests()[0].body;
@@ -297,10 +297,39 @@ impl Llm for JudgeLlm {
                 finish_reason: Some("stop".into()),
                 top_logprobs: vec![("entail".into(), -0.25), ("neutral".into(), -1.5), ("contradict".into(), -3.0)],
             }],
-            usage: Usage { prompt_tokens: 5, completion_tokens: 1 },
+            usage: Usage::new(5, 1),
             grammar_used: false,
+            timing: None,
         })
     }
+}
+
+/// A model whose backend served part of each prompt from its prefix cache.
+struct PrefixCachedLlm;
+
+#[async_trait]
+impl Llm for PrefixCachedLlm {
+    fn name(&self) -> &str {
+        "prefix-cached"
+    }
+    async fn chat(&self, _: &ChatRequest) -> hopwise_core::Result<ChatResponse> {
+        Ok(ChatResponse {
+            choices: vec![Completion { text: "Paris".into(), ..Completion::default() }],
+            usage: Usage { prompt_tokens: 40, completion_tokens: 1, cached_prompt_tokens: 32 },
+            ..ChatResponse::default()
+        })
+    }
+}
+
+#[tokio::test]
+async fn cached_prompt_tokens_are_read_from_the_server_usage() {
+    let server = MockOpenAiServer::start(Arc::new(PrefixCachedLlm)).await.unwrap();
+    let response = client(&server.base_url()).chat(&question(1, None)).await.unwrap();
+    assert_eq!(response.usage, Usage { prompt_tokens: 40, completion_tokens: 1, cached_prompt_tokens: 32 });
+    // Samples requested one by one add up, cached tokens included.
+    server.reject_n(true);
+    let response = client(&server.base_url()).chat(&question(2, Some(1))).await.unwrap();
+    assert_eq!(response.usage.cached_prompt_tokens, 64);
 }
 
 #[tokio::test]

@@ -78,6 +78,8 @@ impl Meter {
             ),
             Err(e) => (0, 0, 0, false, Some(e.to_string())),
         };
+        let (cached_prompt_tokens, timing) =
+            result.as_ref().map_or((0, None), |resp| (resp.usage.cached_prompt_tokens, resp.timing));
         // A failed call counts as a call; the words it never produced and the tokens it was never
         // billed for do not count.
         let answered = result.is_ok();
@@ -88,6 +90,7 @@ impl Meter {
                 s.output_words += output_words;
                 s.prompt_tokens += prompt_tokens;
                 s.completion_tokens += completion_tokens;
+                s.cached_prompt_tokens += cached_prompt_tokens;
             }
         });
         let kind = EventKind::LlmCall {
@@ -99,6 +102,8 @@ impl Meter {
             output_words,
             grammar,
             error,
+            cached_prompt_tokens,
+            timing,
         };
         self.rec.event(node, start_ms, kind);
     }
@@ -160,5 +165,42 @@ mod tests {
         assert_eq!(trace.events.len(), 2, "the refused call reached no backend and is not an event");
         assert_eq!(trace.events[0].node_id.as_deref(), Some("1"));
         assert_eq!(meter.calls_left(), 0);
+    }
+
+    /// A backend that served part of the prompt from its prefix cache and reports its timing.
+    struct CachingLlm;
+
+    #[async_trait]
+    impl Llm for CachingLlm {
+        fn name(&self) -> &str {
+            "caching"
+        }
+        async fn chat(&self, _: &ChatRequest) -> Result<ChatResponse> {
+            Ok(ChatResponse {
+                choices: vec![hopwise_core::Completion { text: "Paris".into(), ..Default::default() }],
+                usage: hopwise_core::Usage { prompt_tokens: 40, completion_tokens: 1, cached_prompt_tokens: 32 },
+                grammar_used: false,
+                timing: Some(hopwise_core::CallTiming { queue_ms: 3, prompt_ms: 20, decode_ms: 7 }),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn cached_prompt_tokens_and_timing_reach_the_stats_and_the_event() {
+        let rec = Recorder::new("q", "test");
+        let meter = Meter::new(Arc::new(CachingLlm), rec.clone(), 5);
+        for _ in 0..2 {
+            meter.send("step", None, ChatRequest::user("capital of France?")).await.expect("answer");
+        }
+        let stats = rec.stats();
+        assert_eq!((stats.prompt_tokens, stats.cached_prompt_tokens), (80, 64));
+        let trace = rec.snapshot();
+        match &trace.events[0].kind {
+            EventKind::LlmCall { cached_prompt_tokens, timing, .. } => {
+                assert_eq!(*cached_prompt_tokens, 32);
+                assert_eq!(timing.map(|t| (t.queue_ms, t.prompt_ms, t.decode_ms)), Some((3, 20, 7)));
+            }
+            other => panic!("not a model call: {other:?}"),
+        }
     }
 }

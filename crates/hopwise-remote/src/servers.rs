@@ -377,12 +377,24 @@ const LLAMA_SCRIPT: &str = include_str!("llama_server.py");
 
 impl LlamaServer {
     pub fn start(python: &Path, model: &Path, threads: usize, ctx: usize) -> Result<Self, String> {
+        Self::start_parallel(python, model, threads, ctx, 1)
+    }
+
+    /// [`Self::start`] with `parallel` slots (continuous batching) sharing one KV cache of `ctx` cells.
+    pub fn start_parallel(
+        python: &Path,
+        model: &Path,
+        threads: usize,
+        ctx: usize,
+        parallel: usize,
+    ) -> Result<Self, String> {
         let scratch = Scratch::new("llama").map_err(|e| e.to_string())?;
         let script = scratch.0.join("llama_server.py");
         std::fs::write(&script, LLAMA_SCRIPT).map_err(|e| e.to_string())?;
         let port = free_port().map_err(|e| e.to_string())?;
         let mut cmd = Command::new(python);
         cmd.arg(&script).arg(model).arg(port.to_string()).arg(threads.to_string()).arg(ctx.to_string());
+        cmd.arg(parallel.max(1).to_string());
         let mut process = ServerProcess::spawn(cmd, scratch.0.join("llama.log")).map_err(|e| e.to_string())?;
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         wait_healthy(&mut process, "llama.cpp server", Duration::from_secs(120), || {

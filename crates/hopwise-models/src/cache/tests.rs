@@ -90,8 +90,9 @@ async fn a_hit_returns_the_stored_response_exactly() {
             finish_reason: Some("stop".into()),
             top_logprobs: vec![("yes".into(), -0.123_456_79), ("no".into(), -7.1e-5)],
         }],
-        usage: Usage { prompt_tokens: 11, completion_tokens: 3 },
+        usage: Usage::new(11, 3),
         grammar_used: true,
+        timing: None,
     };
     let req = request("q", Some(9), 1);
     let writer = CachedLlm::new(ScriptedLlm::new(), dir.path(), CacheMode::ReadWrite);
@@ -104,6 +105,22 @@ async fn a_hit_returns_the_stored_response_exactly() {
     assert_eq!(got, stored);
     assert_eq!(serde_json::to_vec(&got).unwrap(), serde_json::to_vec(&stored).unwrap());
     assert_eq!(std::fs::read(&path).unwrap(), bytes_before, "a hit must not rewrite the entry");
+}
+
+#[tokio::test]
+async fn a_hit_reports_no_backend_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let timed = ChatResponse {
+        choices: vec![Completion { text: "a".into(), ..Completion::default() }],
+        timing: Some(hopwise_core::CallTiming { queue_ms: 5, prompt_ms: 900, decode_ms: 300 }),
+        ..ChatResponse::default()
+    };
+    let req = request("q", Some(1), 1);
+    let cached = CachedLlm::new(ScriptedLlm::new(), dir.path(), CacheMode::ReadWrite);
+    cached.cache().put(&cached.material(&req).unwrap(), &timed).await.unwrap();
+    let got = cached.chat(&req).await.unwrap();
+    assert_eq!(got.text(), "a");
+    assert_eq!(got.timing, None, "the model did no work for a hit");
 }
 
 #[tokio::test]
