@@ -83,6 +83,8 @@ mod tests {
                 output_words: 0,
                 grammar: false,
                 error: Some(secret.into()),
+                cached_prompt_tokens: 0,
+                timing: None,
             },
         );
         rec.best_effort(format!("the strategy stopped early: {secret}"));
