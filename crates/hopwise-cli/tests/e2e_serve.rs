@@ -132,7 +132,8 @@ async fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {
     let resp = client
         .post(format!("{base}/v1/ask"))
         .bearer_auth(TOKEN)
-        .json(&json!({"question": QUESTION, "strategy": "toqd"}))
+        // The paper's flow (closed-book gate first, each node searching on its own).
+        .json(&json!({"question": QUESTION, "strategy": "toqd", "options": {"self_verify": true, "evidence": "node"}}))
         .send()
         .await
         .expect("ask");
