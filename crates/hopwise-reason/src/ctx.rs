@@ -247,15 +247,19 @@ impl Ctx {
 
     /// Takes one graph expansion from the `r_max` budget; false when none is left.
     pub fn try_expand(&self) -> bool {
-        self.expansions
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| (used < self.budget.r_max).then_some(used + 1))
-            .is_ok()
+        take_one(&self.expansions, self.budget.r_max)
     }
 
     /// LLM calls left before `max_llm_calls`.
     pub fn llm_calls_left(&self) -> u64 {
         self.model.calls_left()
     }
+}
+
+/// Counts one more use of `counter` unless `max` are used already; false then. Safe under the
+/// concurrent node tasks of one question.
+pub(crate) fn take_one(counter: &AtomicU32, max: u32) -> bool {
+    counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| (used < max).then_some(used + 1)).is_ok()
 }
 
 /// Formats passages for a prompt as `[1] Title: text` lines (the numbering citations refer to).

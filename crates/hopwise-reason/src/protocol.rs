@@ -249,21 +249,21 @@ fn side_ids(segment: &str, from_end: bool) -> Vec<GraphNode> {
             is_connector(tok)
         }
     };
+    walk_outwards(&tokens, from_end, |tok| walk(tok));
     if from_end {
-        for tok in tokens.iter().rev() {
-            if !walk(tok) {
-                break;
-            }
-        }
         ids.reverse();
-    } else {
-        for tok in &tokens {
-            if !walk(tok) {
-                break;
-            }
-        }
     }
     ids
+}
+
+/// Feeds the words on one side of an arrow to `take`, nearest the arrow first (backwards when
+/// `from_end`), until `take` refuses one: how both edge readers skip the prose around an edge.
+pub(crate) fn walk_outwards(words: &[&str], from_end: bool, mut take: impl FnMut(&str) -> bool) {
+    if from_end {
+        words.iter().rev().take_while(|w| take(w)).for_each(drop);
+    } else {
+        words.iter().take_while(|w| take(w)).for_each(drop);
+    }
 }
 
 /// Parses `a -> b` edges (also `→` and `=>`), chains `1 -> 2 -> Q`, grouped sides

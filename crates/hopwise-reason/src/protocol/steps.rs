@@ -231,19 +231,9 @@ fn arrow_side(segment: &str, from_end: bool) -> Vec<usize> {
         Token::Connector => true,
         _ => false,
     };
+    super::walk_outwards(&words, from_end, |w| take(w));
     if from_end {
-        for w in words.iter().rev() {
-            if !take(w) {
-                break;
-            }
-        }
         ids.reverse();
-    } else {
-        for w in &words {
-            if !take(w) {
-                break;
-            }
-        }
     }
     ids
 }

@@ -47,8 +47,7 @@ impl QuestionState {
 
     /// Takes one decomposition from `max`; false when none is left.
     fn try_expand(&self, max: u32) -> bool {
-        use std::sync::atomic::Ordering;
-        self.expansions.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| (used < max).then_some(used + 1)).is_ok()
+        crate::ctx::take_one(&self.expansions, max)
     }
 }
 
