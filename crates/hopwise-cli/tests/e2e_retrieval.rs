@@ -14,17 +14,23 @@ use common::{
 use hopwise_core::Trace;
 use hopwise_models::testing::MockOpenAiServer;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn index_dense_then_ask_hybrid_and_retrieval_eval() {
-    if !minilm_installed() {
-        return;
-    }
+/// A temporary folder with a corpus of the first seven sample documents, and where its index goes.
+fn seven_docs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let corpus = tmp.path().join("corpus.jsonl");
     let rows: Vec<serde_json::Value> =
         DOCS[..7].iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
     write_jsonl(&corpus, &rows);
     let index = tmp.path().join("index");
+    (tmp, corpus, index)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_dense_then_ask_hybrid_and_retrieval_eval() {
+    if !minilm_installed() {
+        return;
+    }
+    let (tmp, corpus, index) = seven_docs();
 
     let mut cmd = hopwise();
     cmd.args(["index", "--dense", "--json", "--index"]).arg(&index).arg(&corpus);
@@ -136,12 +142,7 @@ async fn dense_index_keeps_the_precision_it_was_built_with() {
     if !minilm_installed() {
         return;
     }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let corpus = tmp.path().join("corpus.jsonl");
-    let rows: Vec<serde_json::Value> =
-        DOCS[..7].iter().map(|(id, t, x)| serde_json::json!({"id": id, "title": t, "text": x})).collect();
-    write_jsonl(&corpus, &rows);
-    let index = tmp.path().join("index");
+    let (_tmp, corpus, index) = seven_docs();
     let mut cmd = hopwise();
     cmd.env("HOPWISE_EMBED_PRECISION", "f32").args(["index", "--dense", "--json", "--index"]).arg(&index).arg(&corpus);
     let report = ok_json(&output(cmd).await, "index --dense in f32");

@@ -260,6 +260,17 @@ pub fn supporting_passages(trace: &Trace) -> Vec<String> {
 }
 
 impl Trace {
+    /// The purpose of every model call, in the order made ("decompose", "summary", ...).
+    pub fn call_purposes(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::LlmCall { purpose, .. } => Some(purpose.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The passages named by [`Trace::support`].
     pub fn supporting(&self) -> Vec<&Passage> {
         let all = self.evidence();

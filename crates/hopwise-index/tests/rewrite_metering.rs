@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hopwise_core::scripted::{ScriptedLlm, StaticRetriever};
-use hopwise_core::{EventKind, Prompts, Recorder, Retriever, Trace};
+use hopwise_core::{Prompts, Recorder, Retriever, Trace};
 use hopwise_index::{RewriteMethod, RewriteRetriever};
 use hopwise_reason::strategy::{build, run};
 use hopwise_reason::{Budget, Ctx, StrategyOptions};
@@ -28,15 +28,8 @@ async fn ask(max_llm_calls: u64) -> Trace {
     run(rtr.as_ref(), &ctx, "Who wrote Dune?").await.expect("runs")
 }
 
-fn purposes(trace: &Trace) -> Vec<String> {
-    trace
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::LlmCall { purpose, .. } => Some(purpose.clone()),
-            _ => None,
-        })
-        .collect()
+fn purposes(t: &Trace) -> Vec<String> {
+    t.call_purposes()
 }
 
 #[tokio::test]

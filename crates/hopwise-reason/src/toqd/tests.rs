@@ -97,13 +97,7 @@ fn with(mut o: StrategyOptions, key: &str, value: serde_json::Value) -> Strategy
 }
 
 fn purposes(t: &Trace) -> Vec<String> {
-    t.events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::LlmCall { purpose, .. } => Some(purpose.clone()),
-            _ => None,
-        })
-        .collect()
+    t.call_purposes()
 }
 
 #[tokio::test]
