@@ -10,8 +10,10 @@
 //!    ([`final_answer`]) ends with it, a short reply ([`short_answer`]) starts with it, and in a
 //!    sentence of the uncertainty loop ([`marked_answer`]) or a cited thought there is none.
 //! 3. **Cleaning.** Emphasis (`**`, `__`) goes, a same-line `Reason: …` goes, and then, until nothing
-//!    changes: surrounding whitespace, quotes (`"`, `'`, `` ` ``, `“`, `”`) and single `*`, and one
-//!    trailing `.` or `!`. `Washington, D.C.` reads as `Washington, D.C`, as it always has.
+//!    changes: surrounding whitespace, quotes (`"`, `'`, `` ` ``, `“`, `”`) and single `*`, one
+//!    trailing `.` or `!`, and one pair of angle brackets around the whole answer (a small model fills
+//!    a template's `<short answer>` slot as `<yes>`). `Washington, D.C.` reads as `Washington, D.C`,
+//!    as it always has.
 
 /// Answer labels, most specific first (see the module docs).
 const LABELS: &[&str] = &[
@@ -51,6 +53,11 @@ pub fn clean(value: &str) -> String {
         let before = s.len();
         s = s.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | '“' | '”' | '*'));
         s = s.strip_suffix(['.', '!']).unwrap_or(s);
+        if let Some(inside) = s.strip_prefix('<').and_then(|t| t.strip_suffix('>')) {
+            if !inside.contains(['<', '>']) {
+                s = inside;
+            }
+        }
         if s.len() == before {
             return s.trim().to_string();
         }
@@ -173,6 +180,9 @@ mod tests {
         assert_eq!(clean("\"Jaws\"."), "Jaws");
         assert_eq!(clean("*Jaws*!"), "Jaws");
         assert_eq!(clean("Washington, D.C."), "Washington, D.C");
+        assert_eq!(clean("<yes>."), "yes", "a template slot filled in place");
+        assert_eq!(clean("<b>Jaws</b>"), "<b>Jaws</b>", "markup is not a slot");
+        assert_eq!(short_answer("Answer: <Manchester Orchestra>\nReason: more members"), "Manchester Orchestra");
     }
 
     #[test]
