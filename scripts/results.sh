@@ -123,8 +123,9 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
   index="$(index_for "$dataset")"
   started="$(date -u +%Y-%m-%dT%H:%M:%SZ)" before="$(done_rows "$out")"
   # A failed row (a backend error, say) is reported and the next row runs; its finished lines stay.
+  # --no-cache: the seconds and tokens of a row are what its calls cost, not replays of earlier runs.
   nice -n 10 "$bin" --model "$model" eval --json --dataset "$dataset" --strategy "$strategy" \
-    "${opts[@]}" --index "$index" --limit "$limit" --concurrency "$concurrency" \
+    "${opts[@]}" --index "$index" --limit "$limit" --concurrency "$concurrency" --no-cache \
     --out "$out" --time-budget "${left}s" </dev/null || echo "results.sh: $dataset/$row stopped with an error" >&2
   record_session "$out" "$started" "$before"
 done < results/plan.tsv
