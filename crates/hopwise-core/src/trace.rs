@@ -22,6 +22,7 @@ pub const SINK: &str = "Q";
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Decision {
     /// Not resolved yet.
     #[default]
@@ -37,6 +38,7 @@ pub enum Decision {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NodeTrace {
     pub id: NodeId,
     pub question: String,
@@ -69,6 +71,7 @@ pub struct NodeTrace {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GraphEdge {
     pub from: NodeId,
     pub to: NodeId,
@@ -76,6 +79,7 @@ pub struct GraphEdge {
 
 /// A deterministic correction applied to malformed model output, kept so a reader can see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Repair {
     /// Which step produced the output (`construct`, `decompose`, `formalize`, …).
     pub stage: String,
@@ -90,6 +94,7 @@ fn is_zero(value: &u64) -> bool {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum EventKind {
     LlmCall {
         purpose: String,
@@ -137,6 +142,7 @@ pub enum EventKind {
 
 /// A timed event. Times are milliseconds since the trace started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Event {
     pub seq: u64,
     pub start_ms: u64,
@@ -149,6 +155,7 @@ pub struct Event {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Stats {
     pub llm_calls: u64,
     pub retrieval_rounds: u64,
@@ -183,7 +190,10 @@ impl Stats {
     }
 }
 
+/// One question's record: the graph of nodes and edges the strategy built, every model call and
+/// retrieval as a timed event, the repairs made to model output, the answer and the totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Trace {
     pub schema_version: u32,
     pub question: String,
@@ -451,7 +461,10 @@ impl Recorder {
             t.best_effort
         };
         self.event(None, wall_ms, EventKind::Final { answer: answer.to_string(), best_effort });
-        self.snapshot()
+        let trace = self.snapshot();
+        #[cfg(feature = "trace-check")]
+        crate::trace_schema::enforce(&trace);
+        trace
     }
 
     pub fn snapshot(&self) -> Trace {
