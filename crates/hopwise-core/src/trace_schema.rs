@@ -3,7 +3,9 @@
 //! every trace closed by [`Recorder::finish`](crate::Recorder::finish) is checked against the
 //! published file, so the test suite proves the schema describes what the code writes.
 
-use serde_json::Value;
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde_json::{Map, Value};
 
 use crate::Trace;
 
@@ -12,11 +14,7 @@ pub const PUBLISHED_PATH: &str = "docs/trace.schema.json";
 
 /// The JSON Schema (draft 2020-12) of a serialised [`Trace`], generated from the types.
 pub fn trace_schema() -> Value {
-    let mut schema = schemars::schema_for!(Trace).to_value();
-    close_objects(&mut schema);
-    if let Some(defs) = schema.get_mut("$defs").and_then(Value::as_object_mut) {
-        defs.values_mut().for_each(close_objects);
-    }
+    let (mut schema, defs) = generate::<Trace>("/$defs");
     if let Some(root) = schema.as_object_mut() {
         root.insert("title".into(), Value::from("hopwise trace"));
         root.insert(
@@ -26,8 +24,35 @@ pub fn trace_schema() -> Value {
                 crate::trace::TRACE_SCHEMA_VERSION
             )),
         );
+        root.insert("$defs".into(), Value::Object(defs));
     }
     schema
+}
+
+/// `T`'s schema and those of the types it contains, as OpenAPI 3.1 component schemas keyed by type
+/// name (references point at `#/components/schemas/...`). For the server's API document.
+pub fn openapi_components<T: JsonSchema>() -> Map<String, Value> {
+    let (mut root, mut components) = generate::<T>("/components/schemas");
+    if let Some(object) = root.as_object_mut() {
+        object.remove("$schema");
+    }
+    components.insert(T::schema_name().into_owned(), root);
+    components
+}
+
+/// `T`'s root schema without its definitions, and the definitions (found at `definitions_path`),
+/// every named object type closed (see [`close_objects`]).
+fn generate<T: JsonSchema>(definitions_path: &str) -> (Value, Map<String, Value>) {
+    let settings = SchemaSettings::draft2020_12().with(|s| s.definitions_path = definitions_path.to_string().into());
+    let mut root = settings.into_generator().into_root_schema_for::<T>().to_value();
+    let mut defs = root.pointer_mut(definitions_path).and_then(Value::as_object_mut).map(std::mem::take).unwrap_or_default();
+    // Drop the now empty container the definitions were generated into (`$defs` or `components`).
+    if let (Some(object), Some(top)) = (root.as_object_mut(), definitions_path.split('/').nth(1)) {
+        object.remove(top);
+    }
+    close_objects(&mut root);
+    defs.values_mut().for_each(close_objects);
+    (root, defs)
 }
 
 /// The schema describes exactly what is written: a named object type admits no other fields.
