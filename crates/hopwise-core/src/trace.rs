@@ -65,7 +65,9 @@ pub struct NodeTrace {
     /// The answer was forced by a budget or a failure rather than reached normally.
     #[serde(default)]
     pub best_effort: bool,
-    /// Strategy-specific detail (HGOT's samples and votes, the uncertainty loop's matrices, …).
+    /// Strategy-specific detail (ToQD's gate and readings, HGOT's thoughts and votes, the sentence
+    /// loop's samples, …). Strategies write it only from their typed records (hopwise-reason's
+    /// `details`); the published trace schema names the record type for each strategy.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub extra: serde_json::Value,
 }
@@ -225,6 +227,8 @@ pub struct Trace {
     pub repairs: Vec<Repair>,
     pub events: Vec<Event>,
     pub stats: Stats,
+    /// Strategy-specific detail about the whole question (HGOT's options and σ history, the sentence
+    /// loop's configuration); typed like `NodeTrace::extra`.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub extra: serde_json::Value,
 }

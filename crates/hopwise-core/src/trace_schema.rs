@@ -1,26 +1,33 @@
-//! The trace's JSON Schema. It is generated from the trace types ([`trace_schema`]) and published as
-//! `docs/trace.schema.json`; a test keeps the two equal. With the `trace-check` feature (tests only)
+//! The trace's JSON Schema. It is generated from the trace types ([`trace_schema`], with the details
+//! of hopwise-reason's strategies) and published as `docs/trace.schema.json`; a test in hopwise-reason
+//! keeps the two equal. With the `trace-check` feature (tests only)
 //! every trace closed by [`Recorder::finish`](crate::Recorder::finish) is checked against the
 //! published file, so the test suite proves the schema describes what the code writes.
 
-use schemars::generate::SchemaSettings;
-use schemars::JsonSchema;
-use serde_json::{Map, Value};
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::{JsonSchema, Schema};
+use serde_json::{json, Map, Value};
 
 use crate::Trace;
 
 /// Where the published schema lives, relative to the workspace root.
 pub const PUBLISHED_PATH: &str = "docs/trace.schema.json";
 
-/// The JSON Schema (draft 2020-12) of a serialised [`Trace`], generated from the types.
-pub fn trace_schema() -> Value {
-    let (mut schema, defs) = generate::<Trace>("/$defs");
+/// Adds the schemas of the strategies' node and trace details to a generator and returns the rules
+/// that tie them to the traces of those strategies (see [`detail_rule`]).
+pub type DetailRules<'a> = &'a dyn Fn(&mut SchemaGenerator) -> Vec<Value>;
+
+/// The JSON Schema (draft 2020-12) of a serialised [`Trace`], generated from the types. `NodeTrace`'s
+/// and `Trace`'s `extra` are strategy-specific; `rules` says what they hold for which strategies
+/// (hopwise-reason has the rules for every strategy it implements).
+pub fn trace_schema(rules: DetailRules) -> Value {
+    let (mut schema, defs) = generate::<Trace>("/$defs", rules);
     if let Some(root) = schema.as_object_mut() {
         root.insert("title".into(), Value::from("hopwise trace"));
         root.insert(
             "$comment".into(),
             Value::from(format!(
-                "Generated from the Rust types of hopwise-core (schema_version {}); do not edit by hand.",
+                "Generated from the Rust types of hopwise (trace schema_version {}); do not edit by hand.",
                 crate::trace::TRACE_SCHEMA_VERSION
             )),
         );
@@ -29,10 +36,20 @@ pub fn trace_schema() -> Value {
     schema
 }
 
+/// [`trace_schema`] as OpenAPI 3.1 component schemas keyed by type name (`Trace` among them;
+/// references point at `#/components/schemas/...`).
+pub fn trace_components(rules: DetailRules) -> Map<String, Value> {
+    components::<Trace>(rules)
+}
+
 /// `T`'s schema and those of the types it contains, as OpenAPI 3.1 component schemas keyed by type
-/// name (references point at `#/components/schemas/...`). For the server's API document.
+/// name. For the server's API document.
 pub fn openapi_components<T: JsonSchema>() -> Map<String, Value> {
-    let (mut root, mut components) = generate::<T>("/components/schemas");
+    components::<T>(&|_| Vec::new())
+}
+
+fn components<T: JsonSchema>(rules: DetailRules) -> Map<String, Value> {
+    let (mut root, mut components) = generate::<T>("/components/schemas", rules);
     if let Some(object) = root.as_object_mut() {
         object.remove("$schema");
     }
@@ -40,11 +57,30 @@ pub fn openapi_components<T: JsonSchema>() -> Map<String, Value> {
     components
 }
 
+/// A rule of a trace schema: in the traces of `strategies`, every node's `extra` matches `node`
+/// and the trace's `extra` matches `trace` (each a schema from the generator, usually a reference).
+/// Absent details stay allowed: a node that recorded nothing has no `extra`.
+pub fn detail_rule(strategies: &[&str], node: Option<Schema>, trace: Option<Schema>) -> Value {
+    let mut then = Map::new();
+    if let Some(node) = node {
+        then.insert("nodes".into(), json!({ "items": { "properties": { "extra": node } } }));
+    }
+    if let Some(trace) = trace {
+        then.insert("extra".into(), trace.to_value());
+    }
+    json!({
+        "if": { "properties": { "strategy": { "enum": strategies } }, "required": ["strategy"] },
+        "then": { "properties": then },
+    })
+}
+
 /// `T`'s root schema without its definitions, and the definitions (found at `definitions_path`),
-/// every named object type closed (see [`close_objects`]).
-fn generate<T: JsonSchema>(definitions_path: &str) -> (Value, Map<String, Value>) {
+/// every named object type closed (see [`close_objects`]); the rules go in the root's `allOf`.
+fn generate<T: JsonSchema>(definitions_path: &str, rules: DetailRules) -> (Value, Map<String, Value>) {
     let settings = SchemaSettings::draft2020_12().with(|s| s.definitions_path = definitions_path.to_string().into());
-    let mut root = settings.into_generator().into_root_schema_for::<T>().to_value();
+    let mut generator = settings.into_generator();
+    let rules = rules(&mut generator);
+    let mut root = generator.into_root_schema_for::<T>().to_value();
     let mut defs = root.pointer_mut(definitions_path).and_then(Value::as_object_mut).map(std::mem::take).unwrap_or_default();
     // Drop the now empty container the definitions were generated into (`$defs` or `components`).
     if let (Some(object), Some(top)) = (root.as_object_mut(), definitions_path.split('/').nth(1)) {
@@ -52,6 +88,9 @@ fn generate<T: JsonSchema>(definitions_path: &str) -> (Value, Map<String, Value>
     }
     close_objects(&mut root);
     defs.values_mut().for_each(close_objects);
+    if let (Some(object), false) = (root.as_object_mut(), rules.is_empty()) {
+        object.insert("allOf".into(), Value::Array(rules));
+    }
     (root, defs)
 }
 
@@ -67,9 +106,9 @@ fn close_objects(schema: &mut Value) {
 }
 
 /// [`trace_schema`] as the published file holds it: pretty JSON and a final newline.
-pub fn trace_schema_text() -> String {
+pub fn trace_schema_text(rules: DetailRules) -> String {
     // Serialising a `Value` cannot fail.
-    serde_json::to_string_pretty(&trace_schema()).unwrap_or_default() + "\n"
+    serde_json::to_string_pretty(&trace_schema(rules)).unwrap_or_default() + "\n"
 }
 
 #[cfg(feature = "trace-check")]

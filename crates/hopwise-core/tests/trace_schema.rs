@@ -1,20 +1,9 @@
-//! The published trace schema (docs/trace.schema.json) is exactly what the trace types generate, and
-//! the check that runs on every trace in test builds accepts real traces and rejects broken ones.
+//! The check that runs on every trace in test builds (against the published docs/trace.schema.json)
+//! accepts real traces and rejects broken ones. That the published file is what the types generate
+//! is tested in hopwise-reason, which holds the strategies' detail types.
 
-use std::path::Path;
-
-use hopwise_core::trace_schema::{check_trace, check_trace_json, trace_schema_text, PUBLISHED_PATH};
+use hopwise_core::trace_schema::{check_trace, check_trace_json};
 use hopwise_core::{Decision, NodeTrace, Passage, Recorder};
-
-#[test]
-fn the_published_schema_is_generated_from_the_types() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(PUBLISHED_PATH);
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == trace_schema_text(),
-        "{PUBLISHED_PATH} is out of date: run `cargo run -p hopwise-core --features schema --example trace_schema`"
-    );
-}
 
 fn answered_trace() -> hopwise_core::Trace {
     let rec = Recorder::new("Which band?", "toqd");

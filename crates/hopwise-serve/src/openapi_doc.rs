@@ -1,5 +1,5 @@
 //! The document served at `GET /openapi.json`: the hand-written paths, parameters and errors of
-//! `assets/openapi.json`, with the schemas of the trace (and everything in it) and of the ask request
+//! `assets/openapi.json`, with the schemas of the trace (and everything in it, each strategy's details included) and of the ask request
 //! generated from the Rust types the handlers use, so those parts cannot drift from the code. The
 //! hand-written rest is checked against the router and the handlers' real responses by
 //! `tests/openapi_doc.rs`.
@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use hopwise_core::trace_schema::openapi_components;
-use hopwise_core::Trace;
+use hopwise_reason::details::schema::trace_components;
 use serde_json::Value;
 
 use crate::error::{Result, ServeError};
@@ -30,7 +30,7 @@ fn assemble() -> std::result::Result<String, String> {
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
         .ok_or("assets/openapi.json has no components.schemas")?;
-    for (name, schema) in openapi_components::<Trace>().into_iter().chain(openapi_components::<AskRequest>()) {
+    for (name, schema) in trace_components().into_iter().chain(openapi_components::<AskRequest>()) {
         if schemas.insert(name.clone(), schema).is_some() {
             return Err(format!("`{name}` is generated from the types; remove it from assets/openapi.json"));
         }

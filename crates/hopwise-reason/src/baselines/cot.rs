@@ -7,9 +7,9 @@ use hopwise_core::text::normalize_answer;
 use hopwise_core::trace::SINK;
 use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{final_answer, record_sink};
+use crate::details::baseline::BaselineNode;
 use crate::ctx::Ctx;
 use crate::error::{ReasonError, Result};
 use crate::strategy::{Answer, Strategy};
@@ -34,7 +34,7 @@ impl Strategy for Cot {
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let reply = ctx.complete("reason", Some(SINK), "cot", &[("question", question)]).await?;
         let text = final_answer(&reply);
-        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), json!({ "reasoning": reply }));
+        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), Some(BaselineNode { reasoning: Some(reply.clone()), ..Default::default() }));
         Ok(Answer { text, rationale: Some(reply) })
     }
 }
@@ -104,8 +104,13 @@ impl Strategy for CotSc {
             .zip(&answers)
             .find(|(_, a)| !text.is_empty() && normalize_answer(a) == normalize_answer(&text))
             .map(|(c, _)| c.text.clone());
-        let extra = json!({ "samples": answers, "votes": votes, "requested": self.opts.samples });
-        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), extra);
+        let detail = BaselineNode {
+            samples: Some(answers),
+            votes: Some(votes),
+            requested: Some(self.opts.samples),
+            ..Default::default()
+        };
+        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), Some(detail));
         Ok(Answer { text, rationale })
     }
 }

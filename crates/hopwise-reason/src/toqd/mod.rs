@@ -12,9 +12,9 @@
 use async_trait::async_trait;
 use hopwise_core::trace::SINK;
 use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
-use serde_json::json;
 
 use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::details::{self, toqd::{SummaryRecord, ToqdNode}};
 use crate::error::{ReasonError, Result};
 use crate::executor::{ChildGraph, Dag, GraphObserver};
 use crate::protocol::answer;
@@ -293,7 +293,12 @@ impl Toqd {
         let readings: Vec<Option<String>> = parsed.iter().map(|(answer, _)| answer.clone()).collect();
         let vote = answers::vote(&readings);
         ctx.rec().update_node(SINK, |n| {
-            n.extra = json!({ "summary": { "samples": reply.choices.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(), "vote": vote.table, "confidence": vote.confidence } })
+            let summary = SummaryRecord {
+                samples: reply.choices.iter().map(|c| c.text.clone()).collect(),
+                vote: vote.table.clone(),
+                confidence: vote.confidence,
+            };
+            details::write(n, &ToqdNode { summary: Some(summary), ..Default::default() })
         });
         if vote.answer.is_empty() {
             return Ok(None);
