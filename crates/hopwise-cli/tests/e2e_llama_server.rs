@@ -34,7 +34,8 @@ fn toqd_through_a_real_llama_cpp_server() {
     let index = sample_index(tmp.path());
 
     let out = hopwise()
-        .args(["ask", QUESTION, "--strategy", "toqd", "--json", "--r-max", "1"])
+        // The planning path (`answer_first` could settle the question with one reading).
+        .args(["ask", QUESTION, "--strategy", "toqd", "--json", "--r-max", "1", "--opt", "answer_first=false"])
         .args(["--base-url", &server.base_url, "--model", "qwen2.5-0.5b"])
         .arg("--index")
         .arg(&index)

@@ -43,7 +43,8 @@ fn toqd_with_the_local_model_over_the_sample_index() {
     let _one_model_at_a_time = MODEL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     let index = sample_index(tmp.path());
-    let trace = ask_local(&index, "toqd", &["--r-max", "1"]);
+    // The planning path: with `answer_first` a sure reading of the question would skip the plan.
+    let trace = ask_local(&index, "toqd", &["--r-max", "1", "--opt", "answer_first=false"]);
 
     assert_eq!(trace.model, "local:qwen2.5-0.5b");
     assert!(!trace.nodes.is_empty());
@@ -60,6 +61,32 @@ fn toqd_with_the_local_model_over_the_sample_index() {
     assert!(decompose_used_grammar);
     assert!(trace.stats.prompt_tokens > 0 && trace.stats.completion_tokens > 0);
     assert!(trace.stats.llm_calls >= 3);
+}
+
+/// ToQD's defaults read the question over its own passages first: five sampled readings on node Q;
+/// a sure vote answers with that one call, an unsure one goes on to plan.
+#[test]
+fn toqd_reads_the_question_first_with_the_local_model() {
+    let _one_model_at_a_time = MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let index = sample_index(tmp.path());
+    let trace = ask_local(&index, "toqd", &["--r-max", "1"]);
+
+    let purposes = trace.call_purposes();
+    assert_eq!(purposes.first().map(String::as_str), Some("read_question"), "{purposes:?}");
+    let q = trace.node("Q").expect("node Q");
+    assert!(!q.passages.is_empty(), "Q holds the question's passages");
+    evidence_is_from_the_sample(&trace);
+    let reading = &q.extra["reading"];
+    assert_eq!(reading["samples"].as_array().map(Vec::len), Some(5), "{reading}");
+    if reading["accepted"] == serde_json::json!(true) {
+        assert_eq!(purposes.len(), 1, "a sure reading answers alone: {purposes:?}");
+        assert_eq!(Some(trace.answer.as_str()), q.answer.as_deref());
+        assert!(trace.confidence.is_some_and(|c| c >= 0.8), "{:?}", trace.confidence);
+    } else {
+        assert_eq!(purposes.get(1).map(String::as_str), Some("decompose"), "{purposes:?}");
+        assert_eq!(q.extra["summary"]["pooled_readings"], serde_json::json!(5), "{}", q.extra);
+    }
 }
 
 /// Uncertainty-gated retrieval through the real model: every sentence carries its samples, their

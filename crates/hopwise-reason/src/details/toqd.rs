@@ -14,7 +14,7 @@ pub struct ToqdNode {
     /// The closed-book gate that decided whether the node needs evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateRecord>,
-    /// The sampled reading of the node's passages.
+    /// The sampled reading of the node's passages (on `Q`, with `answer_first`, of the question's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reading: Option<ReadingRecord>,
     /// The vote share of the node's answer, where sampled answers were voted on.
@@ -62,8 +62,10 @@ pub struct ReadingRecord {
     pub vote: Vec<VoteRow>,
     /// The winning answer's share of the readings.
     pub confidence: f64,
-    /// The share reached `min_confidence`, so the node took the answer.
-    pub accepted: bool,
+    /// Whether the share reached `min_confidence`, so the node took the answer; absent until that
+    /// is decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -71,7 +73,9 @@ pub struct ReadingRecord {
 pub struct SummaryRecord {
     /// The summaries, as the model wrote them.
     pub samples: Vec<String>,
+    /// The question's own readings (when `answer_first` was unsure) that voted with the summaries.
+    pub pooled_readings: usize,
     pub vote: Vec<VoteRow>,
-    /// The winning answer's share of the summaries.
+    /// The winning answer's share of the votes.
     pub confidence: f64,
 }

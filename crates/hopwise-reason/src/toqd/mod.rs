@@ -248,6 +248,30 @@ impl Toqd {
         }
     }
 
+    /// Reads the question over its own passages. `Ok(answer)` when the vote is sure enough to answer
+    /// without a graph (node Q is then marked retrieved); otherwise the readings, for the final vote.
+    async fn read_question(
+        &self,
+        ctx: &Ctx,
+        question: &str,
+        evidence: &[Passage],
+    ) -> Result<std::result::Result<Answer, Vec<Option<String>>>> {
+        let prompt =
+            ctx.render("toqd_self_verify_context", &[("passages", &format_passages(evidence)), ("question", question)])?;
+        let reading = self.sample_reading(ctx, SINK, "read_question", &prompt, question).await?;
+        let Some(settled) = reading.accept(ctx, SINK, self.opts.answer_first_confidence) else {
+            return Ok(Err(reading.readings));
+        };
+        if let Some(c) = settled.confidence {
+            ctx.rec().set_confidence(c);
+        }
+        ctx.rec().update_node(SINK, |n| {
+            n.decision = Decision::Retrieved;
+            n.answer = Some(settled.answer.clone());
+        });
+        Ok(Ok(Answer { text: settled.answer, rationale: None }))
+    }
+
     /// The final answer from the dialog (and the question's passages, when there are any): `samples` summaries in one request and a vote over their
     /// answers (one greedy summary when `samples` is 1). A yes/no question gets the yes/no form of the
     /// prompt, any other question the form that asks for the thing itself, so a small model does not
@@ -259,6 +283,7 @@ impl Toqd {
         question: &str,
         dialog: &[(String, String)],
         evidence: &[Passage],
+        pooled: &[Option<String>],
     ) -> Result<Option<(String, Option<String>, Option<f64>)>> {
         let yes_no = parse::is_yes_no_question(question);
         let dialog = format_dialog(dialog);
@@ -290,15 +315,19 @@ impl Toqd {
                 (read_node_answer(question, &text), rationale)
             })
             .collect();
-        let readings: Vec<Option<String>> = parsed.iter().map(|(answer, _)| answer.clone()).collect();
+        // The question's own readings (when `answer_first` was unsure) vote next to the summaries,
+        // after them, so a tie goes to the summary, which saw the graph's facts too.
+        let readings: Vec<Option<String>> =
+            parsed.iter().map(|(answer, _)| answer.clone()).chain(pooled.iter().cloned()).collect();
         let vote = answers::vote(&readings);
+        let summary = SummaryRecord {
+            samples: reply.choices.iter().map(|c| c.text.clone()).collect(),
+            pooled_readings: pooled.len(),
+            vote: vote.table.clone(),
+            confidence: vote.confidence,
+        };
         ctx.rec().update_node(SINK, |n| {
-            let summary = SummaryRecord {
-                samples: reply.choices.iter().map(|c| c.text.clone()).collect(),
-                vote: vote.table.clone(),
-                confidence: vote.confidence,
-            };
-            details::write(n, &ToqdNode { summary: Some(summary), ..Default::default() })
+            details::update(n, |d: &mut ToqdNode| d.summary = Some(summary));
         });
         if vote.answer.is_empty() {
             return Ok(None);
@@ -308,7 +337,7 @@ impl Toqd {
             .iter()
             .find(|(answer, _)| answer.as_deref().map(hopwise_core::text::normalize_answer) == Some(winner.clone()))
             .and_then(|(_, rationale)| rationale.clone());
-        let confidence = (samples > 1).then_some(vote.confidence);
+        let confidence = (readings.len() > 1).then_some(vote.confidence);
         Ok(Some((vote.answer, rationale, confidence)))
     }
 }
@@ -364,6 +393,25 @@ impl Strategy for Toqd {
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
+        // The question's passages come first: with `answer_first` the question is read over them
+        // before any plan, and a sure reading answers it with one call.
+        let evidence = self.question_evidence(ctx, question).await?;
+        ctx.rec().upsert_node(NodeTrace {
+            id: SINK.to_string(),
+            question: question.to_string(),
+            passages: evidence.clone(),
+            ..Default::default()
+        });
+        let mut pooled = Vec::new();
+        if self.opts.answer_first && !evidence.is_empty() {
+            match self.read_question(ctx, question, &evidence).await {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(readings)) => pooled = readings,
+                Err(e) if e.is_fatal() => return Err(e),
+                Err(e) => ctx.rec().note(format!("reading the question's passages failed: {e}; planning")),
+            }
+        }
+
         let prompt = ctx.render("toqd_decompose", &[("question", question)])?;
         let plan = match self.plan(ctx, None, question, prompt).await {
             Ok(Some(plan)) => plan,
@@ -391,17 +439,9 @@ impl Strategy for Toqd {
         for (a, b) in &plan.topology.edges {
             ctx.rec().add_edge(&a.to_string(), &b.to_string());
         }
-
-        let evidence = self.question_evidence(ctx, question).await?;
         let sinks: Vec<String> =
             plan.topology.edges.iter().filter(|(_, to)| *to == GraphNode::Sink).map(|(from, _)| from.to_string()).collect();
-        ctx.rec().upsert_node(NodeTrace {
-            id: SINK.to_string(),
-            question: question.to_string(),
-            parents: sinks,
-            passages: evidence.clone(),
-            ..Default::default()
-        });
+        ctx.rec().update_node(SINK, |n| n.parents = sinks);
 
         let mut observer = TraceObserver { ctx };
         let state = QuestionState::new(evidence);
@@ -414,7 +454,7 @@ impl Strategy for Toqd {
         let dialog: Vec<(String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
         let last_answer = dialog.last().map(|(_, a)| a.clone()).unwrap_or_default();
-        match self.summarise(ctx, question, &dialog, &evidence).await {
+        match self.summarise(ctx, question, &dialog, &evidence, &pooled).await {
             Ok(Some((text, rationale, confidence))) => {
                 if let Some(c) = confidence {
                     ctx.rec().set_confidence(c);

@@ -18,11 +18,39 @@ use crate::uncertainty;
 /// it (the sub-question's own focus was lost).
 const RESTATES_MAIN: f64 = 0.8;
 
+/// The readings of one prompt with passages and their vote.
+pub(super) struct Reading {
+    /// Each sample's answer; `None` for a sample that gave none.
+    pub(super) readings: Vec<Option<String>>,
+    /// The vote's answer; empty when no sample answered.
+    pub(super) answer: String,
+    /// The vote share of `answer`; `None` for a single greedy reading.
+    pub(super) confidence: Option<f64>,
+}
+
+impl Reading {
+    /// The settled answer when the vote gave one with a share of at least `min` (a single greedy
+    /// answer always counts), recording the decision as the reading's `accepted` detail.
+    pub(super) fn accept(&self, ctx: &Ctx, id: &str, min: f64) -> Option<Settled> {
+        let accepted = !self.answer.is_empty() && self.confidence.unwrap_or(1.0) >= min;
+        if self.confidence.is_some() {
+            ctx.rec().update_node(id, |n| {
+                details::update(n, |d: &mut ToqdNode| {
+                    if let Some(reading) = &mut d.reading {
+                        reading.accepted = Some(accepted);
+                    }
+                })
+            });
+        }
+        accepted.then(|| Settled { answer: self.answer.clone(), confidence: self.confidence })
+    }
+}
+
 /// An answer a node settled on, with how sure the vote was.
-struct Settled {
-    answer: String,
+pub(super) struct Settled {
+    pub(super) answer: String,
     /// Vote share of the winning answer; `None` for a single greedy reply.
-    confidence: Option<f64>,
+    pub(super) confidence: Option<f64>,
 }
 
 impl Toqd {
@@ -274,10 +302,24 @@ impl Toqd {
     /// vote (or one greedy reading when `samples` is 1). `None` when the vote found no answer or its
     /// share is under `min_confidence`.
     async fn read(&self, ctx: &Ctx, id: &str, purpose: &str, prompt: &str, question: &str) -> Result<Option<Settled>> {
+        let reading = self.sample_reading(ctx, id, purpose, prompt, question).await?;
+        Ok(reading.accept(ctx, id, self.opts.min_confidence))
+    }
+
+    /// The sampled readings of one prompt with passages and their vote, recorded as the node's
+    /// `reading` detail.
+    pub(super) async fn sample_reading(
+        &self,
+        ctx: &Ctx,
+        id: &str,
+        purpose: &str,
+        prompt: &str,
+        question: &str,
+    ) -> Result<Reading> {
         if self.opts.samples <= 1 {
             let reply = ctx.chat(purpose, Some(id), prompt.to_string(), capped(ctx, ANSWER_TOKENS)).await?;
             let answer = read_node_answer(question, reply.text());
-            return Ok(answer.map(|answer| Settled { answer, confidence: None }));
+            return Ok(Reading { answer: answer.clone().unwrap_or_default(), confidence: None, readings: vec![answer] });
         }
         let params = GenParams {
             n: self.opts.samples,
@@ -290,10 +332,9 @@ impl Toqd {
         let replies: Vec<String> = reply.choices.iter().map(|c| c.text.clone()).collect();
         let readings: Vec<Option<String>> = replies.iter().map(|r| read_node_answer(question, r)).collect();
         let vote = vote(&readings);
-        let accepted = !vote.answer.is_empty() && vote.confidence >= self.opts.min_confidence;
-        let detail = ReadingRecord { samples: replies, vote: vote.table.clone(), confidence: vote.confidence, accepted };
+        let detail = ReadingRecord { samples: replies, vote: vote.table.clone(), confidence: vote.confidence, accepted: None };
         ctx.rec().update_node(id, |n| details::update(n, |d: &mut ToqdNode| d.reading = Some(detail)));
-        Ok(accepted.then(|| Settled { answer: vote.answer, confidence: Some(vote.confidence) }))
+        Ok(Reading { answer: vote.answer, confidence: Some(vote.confidence), readings })
     }
 
     /// A decomposed node's answer from its children's dialog.

@@ -77,6 +77,13 @@ pub struct ToqdOptions {
     /// the local 1.5B, and rarely changed the answer on dev questions); the budget's `r_max` still
     /// applies. 0: such a node is answered best-effort from its passages.
     pub max_expansions: u32,
+    /// With `evidence = question`, read the question itself over its passages before planning (the
+    /// question is the graph's first node to self-verify): a vote share of at least
+    /// `answer_first_confidence` answers it there with one call, and below that the graph runs and
+    /// the final vote pools these readings with the summary's. Off: always plan (the paper's flow).
+    pub answer_first: bool,
+    /// The vote share at which the question's own reading answers it without a graph.
+    pub answer_first_confidence: f64,
 }
 
 impl Default for ToqdOptions {
@@ -98,6 +105,8 @@ impl Default for ToqdOptions {
             min_confidence: 0.5,
             evidence: Evidence::Question,
             max_expansions: 0,
+            answer_first: true,
+            answer_first_confidence: 0.8,
         }
     }
 }
@@ -114,6 +123,9 @@ impl ToqdOptions {
         }
         if !(0.0..=1.0).contains(&self.min_confidence) {
             return invalid(format!("min_confidence = {}: must be in [0, 1]", self.min_confidence));
+        }
+        if !(0.0..=1.0).contains(&self.answer_first_confidence) {
+            return invalid(format!("answer_first_confidence = {}: must be in [0, 1]", self.answer_first_confidence));
         }
         if self.max_subquestions == 0 {
             return invalid("max_subquestions must be at least 1".into());

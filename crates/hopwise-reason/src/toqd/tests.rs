@@ -576,7 +576,67 @@ fn paper_model_with_latency(latency: Duration) -> ScriptedLlm {
 /// `evidence = question`: one search with the main question; a node that needs evidence reads those
 /// passages and searches on its own only when they leave it unanswered.
 fn question_evidence() -> StrategyOptions {
-    with(paper(), "evidence", serde_json::json!("question"))
+    with(with(paper(), "evidence", serde_json::json!("question")), "answer_first", serde_json::json!(false))
+}
+
+/// `answer_first`: the question is read over its passages (five samples) before any plan.
+fn answer_first() -> StrategyOptions {
+    let o = with(paper(), "evidence", serde_json::json!("question"));
+    with(o, "samples", serde_json::json!(5))
+}
+
+const MAIN_QUESTION: &str = "Which Canadian rock band released Counterparts";
+
+#[tokio::test]
+async fn a_sure_reading_of_the_question_answers_it_with_one_call() {
+    let llm = bridge_model_after(ScriptedLlm::new().on(WITH_CONTEXT, "Rush"));
+    let t = ask("toqd", answer_first(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(purposes(&t), vec!["read_question"], "no plan, no nodes");
+    assert_eq!(t.stats.retrieval_rounds, 1);
+    assert_eq!(t.confidence, Some(1.0));
+    let q = t.node("Q").expect("node Q");
+    assert_eq!(q.decision, Decision::Retrieved);
+    assert_eq!(q.answer.as_deref(), Some("Rush"));
+    assert!(!q.passages.is_empty());
+    assert_eq!(q.extra["reading"]["accepted"], serde_json::json!(true));
+}
+
+#[tokio::test]
+async fn an_unsure_reading_plans_and_its_readings_vote_with_the_summary() {
+    // The question's readings: three say Rush, two decline (share 0.6, under 0.8). The summaries:
+    // two say Genesis, three hedge. Pooled, Rush (3 of 10) beats Genesis (2 of 10).
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on_fn(WITH_CONTEXT, |prompt, i| {
+                if prompt.contains(MAIN_QUESTION) {
+                    if i < 3 { "Rush" } else { "NO!" }.into()
+                } else {
+                    "Neil Peart".into()
+                }
+            })
+            .on_fn(SUMMARY, |_, i| if i < 2 { "Answer: Genesis" } else { "Answer: NO!" }.into()),
+    );
+    let t = ask("toqd", answer_first(), llm, Some(corpus()), Budget::default()).await;
+    let p = purposes(&t);
+    assert_eq!(p.first().map(String::as_str), Some("read_question"), "{p:?}");
+    assert!(p.contains(&"decompose".to_string()) && p.contains(&"summary".to_string()), "{p:?}");
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(t.confidence, Some(0.3));
+    let q = t.node("Q").expect("node Q");
+    assert_eq!(q.extra["reading"]["accepted"], serde_json::json!(false));
+    assert_eq!(q.extra["summary"]["pooled_readings"], serde_json::json!(5));
+    assert_eq!(q.parents, vec!["2"], "the graph's sink edges still reach Q");
+}
+
+#[tokio::test]
+async fn answer_first_is_off_for_the_paper_flow_and_checked() {
+    let llm = bridge_model_after(ScriptedLlm::new().on(WITH_CONTEXT, "Rush"));
+    let off = with(answer_first(), "answer_first", serde_json::json!(false));
+    let t = ask("toqd", off, llm, Some(corpus()), Budget::default()).await;
+    assert!(!purposes(&t).contains(&"read_question".to_string()));
+    assert!(purposes(&t).contains(&"decompose".to_string()));
+    assert!(build("toqd", &with(answer_first(), "answer_first_confidence", serde_json::json!(1.2))).is_err());
 }
 
 #[tokio::test]
