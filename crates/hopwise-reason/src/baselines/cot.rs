@@ -131,7 +131,8 @@ mod tests {
         assert_eq!(trace.answer, "Frank Herbert");
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
-        assert!(sink.extra["reasoning"].as_str().unwrap_or("").contains("written by"));
+        let detail: BaselineNode = crate::details::read(sink).expect("CoT's detail");
+        assert!(detail.reasoning.unwrap_or_default().contains("written by"));
     }
 
     #[tokio::test]
@@ -150,8 +151,9 @@ mod tests {
         assert_eq!(llm.calls().len(), 1, "one request carries all samples");
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
-        assert_eq!(sink.extra["votes"], 3);
-        assert_eq!(sink.extra["samples"].as_array().map(Vec::len), Some(5));
+        let detail: BaselineNode = crate::details::read(sink).expect("CoT-SC's detail");
+        assert_eq!(detail.votes, Some(3));
+        assert_eq!(detail.samples.map(|s| s.len()), Some(5));
     }
 
     #[test]

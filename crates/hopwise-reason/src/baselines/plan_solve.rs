@@ -77,7 +77,8 @@ mod tests {
         assert_eq!(trace.answer, "1920");
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
-        assert_eq!(sink.extra["plan"].as_array().map(Vec::len), Some(2));
+        let detail: BaselineNode = crate::details::read(sink).expect("the plan's detail");
+        assert_eq!(detail.plan.map(|p| p.len()), Some(2));
     }
 
     #[tokio::test]

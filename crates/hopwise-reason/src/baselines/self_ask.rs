@@ -252,7 +252,8 @@ mod tests {
         // Step 1 asks, step 2 repeats the same follow-up, which forces the final answer.
         assert_eq!(trace.answer, "nobody");
         assert_eq!(trace.nodes.len(), 2, "one follow-up node and the sink");
-        assert_eq!(trace.node("Q").map(|n| n.extra["forced_final"].clone()), Some(serde_json::json!(true)));
+        let detail: Option<BaselineNode> = trace.node("Q").and_then(crate::details::read);
+        assert_eq!(detail.and_then(|d| d.forced_final), Some(true));
     }
 
     #[tokio::test]
