@@ -81,7 +81,8 @@ fn generate<T: JsonSchema>(definitions_path: &str, rules: DetailRules) -> (Value
     let mut generator = settings.into_generator();
     let rules = rules(&mut generator);
     let mut root = generator.into_root_schema_for::<T>().to_value();
-    let mut defs = root.pointer_mut(definitions_path).and_then(Value::as_object_mut).map(std::mem::take).unwrap_or_default();
+    let mut defs =
+        root.pointer_mut(definitions_path).and_then(Value::as_object_mut).map(std::mem::take).unwrap_or_default();
     // Drop the now empty container the definitions were generated into (`$defs` or `components`).
     if let (Some(object), Some(top)) = (root.as_object_mut(), definitions_path.split('/').nth(1)) {
         object.remove(top);
@@ -160,12 +161,7 @@ mod check {
     /// feature), where a panic is how a test fails.
     pub fn enforce(trace: &Trace) {
         if let Err(errors) = check_trace(trace) {
-            panic!(
-                "the `{}` trace does not match {}:\n{}",
-                trace.strategy,
-                super::PUBLISHED_PATH,
-                errors.join("\n")
-            );
+            panic!("the `{}` trace does not match {}:\n{}", trace.strategy, super::PUBLISHED_PATH, errors.join("\n"));
         }
     }
 }

@@ -10,15 +10,15 @@ use std::sync::Arc;
 use hopwise_core::scripted::{ScriptedLlm, StaticRetriever};
 use hopwise_core::trace_schema::{check_trace, check_trace_json, PUBLISHED_PATH};
 use hopwise_core::NodeTrace;
+use hopwise_core::{Prompts, Recorder, Retriever};
+use hopwise_reason::ctx::Ctx;
+use hopwise_reason::details;
 use hopwise_reason::details::schema::trace_schema_text;
 use hopwise_reason::details::sentence::{SentenceNode, StepDecision, StepGate};
 use hopwise_reason::details::toqd::ToqdNode;
-use hopwise_reason::details;
+use hopwise_reason::strategy::{build, run, StrategyOptions, STRATEGIES};
 use hopwise_reason::uar::QuerySource;
 use serde_json::{json, Value};
-use hopwise_core::{Prompts, Recorder, Retriever};
-use hopwise_reason::ctx::Ctx;
-use hopwise_reason::strategy::{build, run, StrategyOptions, STRATEGIES};
 
 #[test]
 fn the_published_schema_is_generated_from_the_types() {
@@ -36,8 +36,14 @@ const QUESTION: &str = "Which Canadian rock band released Counterparts and had a
 /// sentence loop that concludes, HGOT's plan of two steps, and a labelled answer for everything else.
 fn model() -> ScriptedLlm {
     ScriptedLlm::new()
-        .on("Break the question below", "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
-        .on("Review the candidates", "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?")
+        .on(
+            "Break the question below",
+            "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?",
+        )
+        .on(
+            "Review the candidates",
+            "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?",
+        )
         .on("Describe which answers help", "1 -> 2\n2 -> Q")
         .on("Rewrite the question below", "Who was the drummer of Rush?")
         .on_fn("from your own knowledge", |p, _| if p.contains("Counterparts") { "Rush".into() } else { "NO!".into() })

@@ -140,7 +140,11 @@ async fn exchange(
     let path = path_and_query.split('?').next().unwrap_or_default();
     let mut req = client().request(method.clone(), server.url(path_and_query)).header("accept", accept);
     if let Some(body) = body {
-        let pointer = format!("/paths/{}/{}/requestBody/content/application~1json/schema", token(path), method.as_str().to_lowercase());
+        let pointer = format!(
+            "/paths/{}/{}/requestBody/content/application~1json/schema",
+            token(path),
+            method.as_str().to_lowercase()
+        );
         doc.check(&pointer, &body, &format!("the request body of {method} {path}"));
         req = req.json(&body);
     }
@@ -187,7 +191,8 @@ fn check_events(doc: &Doc, path: &str, text: &str) {
 async fn real_requests_and_responses_match_the_document() {
     let server = TestServer::start(builder(toqd_model()).build()).await;
     let doc = Doc::fetch(&server).await;
-    let ask = json!({"question": QUESTION, "strategy": "toqd", "options": {"self_verify": true, "evidence": "node"}, "k": 3});
+    let ask =
+        json!({"question": QUESTION, "strategy": "toqd", "options": {"self_verify": true, "evidence": "node"}, "k": 3});
     let (status, _) = exchange(&doc, &server, Method::POST, "/v1/ask", Some(ask.clone()), "application/json").await;
     assert_eq!(status, StatusCode::OK);
     let (status, events) = exchange(&doc, &server, Method::POST, "/v1/ask", Some(ask), "text/event-stream").await;
@@ -198,14 +203,16 @@ async fn real_requests_and_responses_match_the_document() {
     assert_eq!(status, StatusCode::OK);
 
     let chat = json!({"model": "hopwise-cot", "messages": [{"role": "user", "content": QUESTION}]});
-    let (status, _) = exchange(&doc, &server, Method::POST, "/v1/chat/completions", Some(chat.clone()), "application/json").await;
+    let (status, _) =
+        exchange(&doc, &server, Method::POST, "/v1/chat/completions", Some(chat.clone()), "application/json").await;
     assert_eq!(status, StatusCode::OK);
     let mut streamed = chat.clone();
     streamed["stream"] = json!(true);
     let (status, _) = exchange(&doc, &server, Method::POST, "/v1/chat/completions", Some(streamed), "*/*").await;
     assert_eq!(status, StatusCode::OK);
 
-    for path in ["/v1/strategies", "/v1/models", "/healthz", "/metrics", "/openapi.json", "/", "/app.js", "/style.css"] {
+    for path in ["/v1/strategies", "/v1/models", "/healthz", "/metrics", "/openapi.json", "/", "/app.js", "/style.css"]
+    {
         let (status, _) = exchange(&doc, &server, Method::GET, path, None, "*/*").await;
         assert_eq!(status, StatusCode::OK, "{path}");
     }
@@ -215,7 +222,12 @@ async fn real_requests_and_responses_match_the_document() {
         (Method::POST, "/v1/ask", json!({"question": "  "}), StatusCode::BAD_REQUEST),
         (Method::POST, "/v1/ask", json!({"question": QUESTION, "strategy": "nope"}), StatusCode::BAD_REQUEST),
         (Method::POST, "/v1/ask", json!({"question": QUESTION, "k": 0}), StatusCode::UNPROCESSABLE_ENTITY),
-        (Method::POST, "/v1/chat/completions", json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]}), StatusCode::NOT_FOUND),
+        (
+            Method::POST,
+            "/v1/chat/completions",
+            json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]}),
+            StatusCode::NOT_FOUND,
+        ),
     ];
     for (method, path, body, expected) in cases {
         // These bodies are valid JSON for the schema only where the schema cannot tell (a blank question,

@@ -130,8 +130,13 @@ pub enum StopReason {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum StopDetail {
-    Depth { depth: u32, max_depth: u32 },
-    Budget { r_max: u32 },
+    Depth {
+        depth: u32,
+        max_depth: u32,
+    },
+    Budget {
+        r_max: u32,
+    },
     Similarity(SimilarityTest),
     /// The error that ended planning or inference.
     Error(String),
