@@ -45,10 +45,33 @@ fn strip_affirmation(answer: &str) -> &str {
 }
 
 /// The vote over sampled readings (each `None` when it gave no answer), every sample weighing the
-/// same: the answer most samples agree on (normalised), and its share of all samples.
+/// same: the answer most samples agree on (normalised), and its share of all samples. A reading
+/// that contains another, shorter reading as a run of whole words ("The Canadian rock band Rush"
+/// and "Rush", "Midland F1 Racing, 2007" and "Midland F1 Racing") votes for the shorter one: the
+/// samples agree, and one of them says more than the question asks.
 pub fn vote(readings: &[Option<String>]) -> Vote {
-    let answers: Vec<String> = readings.iter().map(|r| r.clone().unwrap_or_default()).collect();
+    let normalized: Vec<String> =
+        readings.iter().map(|r| r.as_deref().map(normalize_answer).unwrap_or_default()).collect();
+    let answers: Vec<String> = readings
+        .iter()
+        .zip(&normalized)
+        .map(|(reading, mine)| {
+            let Some(text) = reading else { return String::new() };
+            readings
+                .iter()
+                .zip(&normalized)
+                .filter(|(_, other)| !other.is_empty() && other.len() < mine.len() && contains_words(mine, other))
+                .min_by_key(|(_, other)| other.len())
+                .and_then(|(shorter, _)| shorter.clone())
+                .unwrap_or_else(|| text.clone())
+        })
+        .collect();
     weighted_vote(&answers, &vec![1.0; answers.len()])
+}
+
+/// Whether normalised `long` holds normalised `short` as a run of whole words.
+fn contains_words(long: &str, short: &str) -> bool {
+    format!(" {long} ").contains(&format!(" {short} "))
 }
 
 /// What the gate compares: each sample's normalised answer, or `NO!` for a sample that gave none
@@ -124,6 +147,20 @@ mod tests {
         assert_eq!(v.answer, "Neil Peart");
         assert!((v.confidence - 0.5).abs() < 1e-9, "{}", v.confidence);
         assert_eq!(comparable(&readings), ["neil peart", "NO!", "neil peart", "geddy lee"]);
+    }
+
+    #[test]
+    fn a_reading_that_says_more_votes_for_the_shorter_one_it_contains() {
+        let some = |s: &str| Some(s.to_string());
+        let readings = vec![some("The Canadian rock band Rush"), some("Rush"), some("Genesis"), some("Rush.")];
+        let v = vote(&readings);
+        assert_eq!(v.answer, "Rush");
+        assert!((v.confidence - 0.75).abs() < 1e-9, "{}", v.confidence);
+        // Only whole words: "Rushmore" is not "Rush", and nothing merges without a shorter sample.
+        let v = vote(&[some("Mount Rushmore"), some("Rush"), some("Rush")]);
+        assert!((v.confidence - 2.0 / 3.0).abs() < 1e-9);
+        let v = vote(&[some("Carsten Olsen died in 1939"), some("1974"), None]);
+        assert_eq!(v.table.len(), 2, "{:?}", v.table);
     }
 
     #[test]

@@ -36,18 +36,26 @@ pub(crate) struct QuestionState {
     evidence: Vec<Passage>,
     /// Nodes decomposed so far, against `max_expansions`.
     expansions: std::sync::atomic::AtomicU32,
+    /// Nodes that searched on their own after the question's passages, against `max_node_searches`.
+    node_searches: std::sync::atomic::AtomicU32,
     /// The first fatal error, which the question returns once the graph stops.
     fatal: std::sync::Mutex<Option<ReasonError>>,
 }
 
 impl QuestionState {
     fn new(evidence: Vec<Passage>) -> Self {
-        Self { evidence, expansions: Default::default(), fatal: Default::default() }
+        Self { evidence, expansions: Default::default(), node_searches: Default::default(), fatal: Default::default() }
     }
 
     /// Takes one decomposition from `max`; false when none is left.
     fn try_expand(&self, max: u32) -> bool {
         crate::ctx::take_one(&self.expansions, max)
+    }
+
+    /// Takes one search of a node's own: always granted without the question's passages, else one
+    /// of `max`; false when none is left.
+    fn try_search(&self, max: u32) -> bool {
+        self.evidence.is_empty() || crate::ctx::take_one(&self.node_searches, max)
     }
 }
 

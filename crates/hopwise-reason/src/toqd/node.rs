@@ -114,9 +114,15 @@ impl Toqd {
             }
         }
 
-        // Retrieve with the node's own question, then read the passages.
+        // Retrieve with the node's own question, then read the passages; past `max_node_searches`
+        // the node goes on with the question's passages.
         let mut passages: Vec<Passage> = Vec::new();
-        if self.with_retrieval {
+        let may_search = self.with_retrieval && state.try_search(self.opts.max_node_searches);
+        if self.with_retrieval && !may_search {
+            passages = state.evidence.clone();
+            ctx.rec().note(format!("node {id}: max_node_searches reached; answering from the question's passages"));
+        }
+        if may_search {
             let query = if task.has_parents {
                 question.clone()
             } else {

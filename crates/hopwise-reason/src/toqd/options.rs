@@ -77,6 +77,11 @@ pub struct ToqdOptions {
     /// the local 1.5B, and rarely changed the answer on dev questions); the budget's `r_max` still
     /// applies. 0: such a node is answered best-effort from its passages.
     pub max_expansions: u32,
+    /// With `evidence = question`, most nodes of one question that search with their own
+    /// sub-question when the question's passages leave them unanswered; the others answer
+    /// best-effort from the question's passages. On dev questions 4 of 14 such searches settled
+    /// their node (`hopwise eval` traces, EVALUATION.md), each costing a round and a reading.
+    pub max_node_searches: u32,
     /// With `evidence = question`, read the question itself over its passages before planning (the
     /// question is the graph's first node to self-verify): a vote share of at least
     /// `answer_first_confidence` answers it there with one call, and below that the graph runs and
@@ -105,6 +110,7 @@ impl Default for ToqdOptions {
             min_confidence: 0.5,
             evidence: Evidence::Question,
             max_expansions: 0,
+            max_node_searches: 1,
             answer_first: true,
             answer_first_confidence: 0.8,
         }

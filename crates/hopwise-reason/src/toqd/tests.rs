@@ -701,6 +701,30 @@ async fn a_node_the_question_passages_leave_unanswered_searches_on_its_own() {
 }
 
 #[tokio::test]
+async fn max_node_searches_caps_the_searches_after_the_question_passages() {
+    let llm = || {
+        ScriptedLlm::new()
+            .on(DECOMPOSE, "1. First unknowable thing?\n2. Second unknowable thing?")
+            .on(CONSTRUCT, "1 -> Q\n2 -> Q")
+            .on(SELF_VERIFY, "NO!")
+            .on(WITH_CONTEXT, "NO!")
+            .on(BEST_EFFORT, "a guess")
+            .on(SUMMARY, "Answer: a guess")
+    };
+    let opts = with(question_evidence(), "max_expansions", serde_json::json!(0));
+    let t = ask("toqd", opts.clone(), llm(), Some(corpus()), Budget::default()).await;
+    assert_eq!(t.stats.retrieval_rounds, 2, "the question's search and one node's (default max_node_searches = 1)");
+    assert!(t.notes.iter().any(|n| n.contains("max_node_searches")), "notes: {:?}", t.notes);
+    let q_passages = t.node("Q").expect("Q").passages.clone();
+    let capped = ["1", "2"].iter().filter_map(|id| t.node(id)).filter(|n| n.passages == q_passages).count();
+    assert_eq!(capped, 1, "the node past the cap answers from the question's passages");
+    assert_eq!(purposes(&t).iter().filter(|p| *p == "best_effort").count(), 2);
+
+    let t = ask("toqd", with(opts, "max_node_searches", serde_json::json!(2)), llm(), Some(corpus()), Budget::default()).await;
+    assert_eq!(t.stats.retrieval_rounds, 3);
+}
+
+#[tokio::test]
 async fn max_expansions_caps_the_nodes_decomposed_per_question() {
     // Two independent nodes that nothing answers: with max_expansions = 1 only one is decomposed.
     let llm = ScriptedLlm::new()
