@@ -14,6 +14,8 @@ pub mod retrieval;
 pub mod scripted;
 pub mod text;
 pub mod trace;
+#[cfg(feature = "schema")]
+pub mod trace_schema;
 
 pub use error::{BackendErrorKind, Error, Result};
 pub use home::default_home;

@@ -115,6 +115,7 @@ fn is_zero(value: &u64) -> bool {
 /// Where one call's time went inside the backend, in milliseconds: waiting for the model, evaluating
 /// the prompt, generating. Backends that cannot tell leave it out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CallTiming {
     pub queue_ms: u64,
     pub prompt_ms: u64,

@@ -8,6 +8,7 @@ use crate::Result;
 /// A retrieved passage. `id` is stable across runs (it is what citations and evaluation refer to);
 /// `doc_id` and `offsets` point back into the source document when the passage is a chunk of it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Passage {
     pub id: String,
     #[serde(default)]

@@ -22,6 +22,7 @@ pub const SINK: &str = "Q";
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Decision {
     /// Not resolved yet.
     #[default]
@@ -37,6 +38,7 @@ pub enum Decision {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NodeTrace {
     pub id: NodeId,
     pub question: String,
@@ -63,12 +65,15 @@ pub struct NodeTrace {
     /// The answer was forced by a budget or a failure rather than reached normally.
     #[serde(default)]
     pub best_effort: bool,
-    /// Strategy-specific detail (HGOT's samples and votes, the uncertainty loop's matrices, …).
+    /// Strategy-specific detail (ToQD's gate and readings, HGOT's thoughts and votes, the sentence
+    /// loop's samples, …). Strategies write it only from their typed records (hopwise-reason's
+    /// `details`); the published trace schema names the record type for each strategy.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub extra: serde_json::Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GraphEdge {
     pub from: NodeId,
     pub to: NodeId,
@@ -76,6 +81,7 @@ pub struct GraphEdge {
 
 /// A deterministic correction applied to malformed model output, kept so a reader can see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Repair {
     /// Which step produced the output (`construct`, `decompose`, `formalize`, …).
     pub stage: String,
@@ -90,6 +96,7 @@ fn is_zero(value: &u64) -> bool {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum EventKind {
     LlmCall {
         purpose: String,
@@ -137,6 +144,7 @@ pub enum EventKind {
 
 /// A timed event. Times are milliseconds since the trace started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Event {
     pub seq: u64,
     pub start_ms: u64,
@@ -149,6 +157,7 @@ pub struct Event {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Stats {
     pub llm_calls: u64,
     pub retrieval_rounds: u64,
@@ -183,7 +192,10 @@ impl Stats {
     }
 }
 
+/// One question's record: the graph of nodes and edges the strategy built, every model call and
+/// retrieval as a timed event, the repairs made to model output, the answer and the totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Trace {
     pub schema_version: u32,
     pub question: String,
@@ -215,6 +227,8 @@ pub struct Trace {
     pub repairs: Vec<Repair>,
     pub events: Vec<Event>,
     pub stats: Stats,
+    /// Strategy-specific detail about the whole question (HGOT's options and σ history, the sentence
+    /// loop's configuration); typed like `NodeTrace::extra`.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub extra: serde_json::Value,
 }
@@ -451,7 +465,10 @@ impl Recorder {
             t.best_effort
         };
         self.event(None, wall_ms, EventKind::Final { answer: answer.to_string(), best_effort });
-        self.snapshot()
+        let trace = self.snapshot();
+        #[cfg(feature = "trace-check")]
+        crate::trace_schema::enforce(&trace);
+        trace
     }
 
     pub fn snapshot(&self) -> Trace {

@@ -16,6 +16,7 @@
 
 pub mod baselines;
 pub mod ctx;
+pub mod details;
 pub mod error;
 pub mod executor;
 pub mod gate;

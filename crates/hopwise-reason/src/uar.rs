@@ -26,9 +26,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use hopwise_core::{Decision, GenParams, Nli, NodeTrace, Passage};
-use serde_json::json;
 
 use crate::ctx::{format_passages, Ctx};
+use crate::details::{self, sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate}};
 use crate::error::{ReasonError, Result};
 use crate::gate::{self, Estimate};
 use crate::strategy::{Answer, Strategy};
@@ -123,14 +123,19 @@ impl DynamicRetrieval {
         self.max_steps
     }
 
-    fn describe(&self) -> serde_json::Value {
+    fn describe(&self) -> SentenceTrace {
         let gate = match &self.gate {
-            Gate::Uncertainty(g) => json!({ "type": "uncertainty", "estimator": g.estimator, "threshold": g.threshold,
-                "samples": g.samples, "similarity": g.similarity, "sample_temperature": g.sample_temperature }),
-            Gate::Always(q) => json!({ "type": "always", "query": q }),
-            Gate::FlareInstruct => json!({ "type": "flare-instruct" }),
+            Gate::Uncertainty(g) => LoopGate::Uncertainty {
+                estimator: g.estimator,
+                threshold: g.threshold,
+                samples: g.samples,
+                similarity: g.similarity,
+                sample_temperature: g.sample_temperature,
+            },
+            Gate::Always(q) => LoopGate::Always { query: *q },
+            Gate::FlareInstruct => LoopGate::FlareInstruct,
         };
-        json!({ "gate": gate, "max_steps": self.max_steps, "initial_retrieval": self.initial_retrieval })
+        SentenceTrace { gate, max_steps: self.max_steps, initial_retrieval: self.initial_retrieval }
     }
 }
 
@@ -141,7 +146,7 @@ impl Strategy for DynamicRetrieval {
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
-        ctx.rec().set_extra(self.describe());
+        ctx.rec().set_extra(details::to_extra(&self.describe()));
         let nli = self.nli_for(ctx);
         let mut run = Run { ctx, question, nli, sentences: Vec::new(), passages: Vec::new() };
         let mut final_answer = None;
@@ -219,7 +224,7 @@ struct StepRecord {
     sentence: String,
     query: Option<String>,
     retrieved: Option<Vec<Passage>>,
-    detail: serde_json::Value,
+    gate: StepGate,
 }
 
 impl DynamicRetrieval {
@@ -241,14 +246,14 @@ impl DynamicRetrieval {
                 let samples = run.samples(&id, g).await?;
                 let estimate = run.estimate(&id, g, &samples).await;
                 let retrieve = estimate.uncertainty > g.threshold;
-                let detail = json!({
-                    "samples": samples,
-                    "similarity": estimate.similarity,
-                    "similarity_source": estimate.source,
-                    "uncertainty": estimate.uncertainty,
-                    "estimator": g.estimator,
-                    "threshold": g.threshold,
-                });
+                let detail = StepGate::Uncertainty {
+                    samples: samples.clone(),
+                    similarity: estimate.similarity.clone(),
+                    similarity_source: estimate.source.to_string(),
+                    uncertainty: estimate.uncertainty,
+                    estimator: g.estimator,
+                    threshold: g.threshold,
+                };
                 if retrieve {
                     let query = run.subquery(&id).await?;
                     run.retrieve_and_regenerate(&id, temporary, query, detail).await?
@@ -260,7 +265,7 @@ impl DynamicRetrieval {
                     } else {
                         temporary.clone()
                     };
-                    StepRecord { sentence, temporary, query: None, retrieved: None, detail }
+                    StepRecord { sentence, temporary, query: None, retrieved: None, gate: detail }
                 }
             }
             Gate::Always(source) => {
@@ -270,7 +275,7 @@ impl DynamicRetrieval {
                     QuerySource::Sentence => temporary.clone(),
                     QuerySource::Subquery => run.subquery(&id).await?,
                 };
-                run.retrieve_and_regenerate(&id, temporary, query, json!({ "query_source": source })).await?
+                run.retrieve_and_regenerate(&id, temporary, query, StepGate::Always { query_source: *source }).await?
             }
             Gate::FlareInstruct => {
                 let prompt = run.prompt("uar_flare_instruct", &run.passages)?;
@@ -278,7 +283,7 @@ impl DynamicRetrieval {
                 let reply = reply.text().to_string();
                 match parse_search_request(&reply) {
                     Some(query) => {
-                        run.retrieve_and_regenerate(&id, String::new(), query, json!({ "reply": reply })).await?
+                        run.retrieve_and_regenerate(&id, String::new(), query, StepGate::Flare { reply }).await?
                     }
                     None => {
                         let sentence = first_sentence(&reply);
@@ -287,7 +292,7 @@ impl DynamicRetrieval {
                             sentence,
                             query: None,
                             retrieved: None,
-                            detail: json!({ "reply": reply }),
+                            gate: StepGate::Flare { reply },
                         }
                     }
                 }
@@ -352,17 +357,17 @@ impl Run<'_> {
         id: &str,
         temporary: String,
         query: String,
-        detail: serde_json::Value,
+        gate: StepGate,
     ) -> Result<StepRecord> {
         match self.ctx.retrieve(Some(id), &query, self.ctx.k()).await {
             Ok(passages) => {
                 self.passages = passages.clone();
                 let sentence = self.next_sentence(id, "regenerate_sentence").await?;
-                Ok(StepRecord { temporary, sentence, query: Some(query), retrieved: Some(passages), detail })
+                Ok(StepRecord { temporary, sentence, query: Some(query), retrieved: Some(passages), gate })
             }
             Err(ReasonError::Core(e)) => {
                 self.ctx.rec().note(format!("step {id}: retrieval failed ({e}); kept the sentence written without it"));
-                Ok(StepRecord { sentence: temporary.clone(), temporary, query: Some(query), retrieved: None, detail })
+                Ok(StepRecord { sentence: temporary.clone(), temporary, query: Some(query), retrieved: None, gate })
             }
             Err(e) => Err(e),
         }
@@ -370,16 +375,14 @@ impl Run<'_> {
 
     /// Writes the step's node and counts the step; returns the accepted sentence.
     fn record(&self, id: &str, step: u32, r: StepRecord) -> Result<String> {
-        let decision = if r.query.is_some() { "retrieve" } else { "accept" };
-        let mut extra = json!({
-            "temporary": r.temporary,
-            "sentence": r.sentence,
-            "decision": decision,
-            "query": r.query,
+        let decision = if r.query.is_some() { StepDecision::Retrieve } else { StepDecision::Accept };
+        let extra = details::to_extra(&SentenceNode {
+            temporary: r.temporary,
+            sentence: r.sentence.clone(),
+            decision,
+            query: r.query.clone(),
+            gate: r.gate,
         });
-        if let (Some(map), serde_json::Value::Object(detail)) = (extra.as_object_mut(), r.detail) {
-            map.extend(detail);
-        }
         let node = NodeTrace {
             id: id.to_string(),
             question: r.query.clone().unwrap_or_else(|| self.question.to_string()),

@@ -320,7 +320,7 @@ fn rotate(m: &mut Matrix, v: &mut Matrix, p: usize, q: usize) {
 // ------------------------------------------------------------------------------------ choice
 
 /// Which estimator gates retrieval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Estimator {
     /// Degree matrix over Jaccard similarity.

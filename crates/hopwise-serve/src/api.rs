@@ -25,7 +25,6 @@ use crate::state::AppState;
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
 const STYLE_CSS: &str = include_str!("../assets/style.css");
-const OPENAPI: &str = include_str!("../assets/openapi.json");
 
 pub async fn index() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX_HTML)
@@ -39,8 +38,8 @@ pub async fn style_css() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE_CSS)
 }
 
-pub async fn openapi() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
+pub async fn openapi() -> Result<Response> {
+    Ok(([(header::CONTENT_TYPE, "application/json")], crate::openapi_doc::document()?).into_response())
 }
 
 pub async fn healthz() -> impl IntoResponse {

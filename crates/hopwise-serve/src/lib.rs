@@ -22,6 +22,7 @@ mod listen;
 mod metrics;
 mod middleware;
 mod openai;
+mod openapi_doc;
 mod redact;
 pub mod run;
 mod state;

@@ -19,8 +19,9 @@ use crate::error::{Result, ServeError};
 use crate::redact;
 use crate::state::AppState;
 
-/// The body of `POST /v1/ask` (and the query of `GET /v1/ask/stream`).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The body of `POST /v1/ask` (and the query of `GET /v1/ask/stream`). Its schema in the API document
+/// is generated from this type, doc comments included.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskRequest {
     pub question: String,
@@ -30,22 +31,27 @@ pub struct AskRequest {
     /// Strategy options laid over the configured ones, e.g. `{"critique": false}`.
     #[serde(default)]
     pub options: serde_json::Map<String, serde_json::Value>,
-    /// Run the strategy's retrieval-free mode.
+    /// Run the strategy's retrieval-free (-noir) mode.
     #[serde(default)]
     pub no_retrieval: bool,
-    /// Passages per retrieval round (1..=100).
+    /// Passages per retrieval round.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
     pub k: Option<usize>,
-    /// Budgets: lower the server's, never raise them.
+    /// Graph expansions; lowers the server's budget, never raises it.
     #[serde(default)]
     pub r_max: Option<u32>,
+    /// Decomposition depth; lowers the server's budget, never raises it.
     #[serde(default)]
     pub max_depth: Option<u32>,
+    /// Model calls; lowers the server's budget, never raises it.
     #[serde(default)]
     pub max_llm_calls: Option<u64>,
-    /// Seconds and tokens the question may use; past them it answers best-effort.
+    /// Seconds (more than 0) the question may take; after that it answers best-effort. Lowers the
+    /// server's budget, never raises it.
     #[serde(default)]
     pub max_seconds: Option<f64>,
+    /// Prompt plus completion tokens the question may use; after that it answers best-effort.
     #[serde(default)]
     pub max_tokens: Option<u64>,
 }

@@ -7,9 +7,9 @@ use hopwise_core::text::normalize_answer;
 use hopwise_core::trace::SINK;
 use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{final_answer, record_sink};
+use crate::details::baseline::BaselineNode;
 use crate::ctx::Ctx;
 use crate::error::{ReasonError, Result};
 use crate::strategy::{Answer, Strategy};
@@ -34,7 +34,7 @@ impl Strategy for Cot {
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let reply = ctx.complete("reason", Some(SINK), "cot", &[("question", question)]).await?;
         let text = final_answer(&reply);
-        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), json!({ "reasoning": reply }));
+        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), Some(BaselineNode { reasoning: Some(reply.clone()), ..Default::default() }));
         Ok(Answer { text, rationale: Some(reply) })
     }
 }
@@ -104,8 +104,13 @@ impl Strategy for CotSc {
             .zip(&answers)
             .find(|(_, a)| !text.is_empty() && normalize_answer(a) == normalize_answer(&text))
             .map(|(c, _)| c.text.clone());
-        let extra = json!({ "samples": answers, "votes": votes, "requested": self.opts.samples });
-        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), extra);
+        let detail = BaselineNode {
+            samples: Some(answers),
+            votes: Some(votes),
+            requested: Some(self.opts.samples),
+            ..Default::default()
+        };
+        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), Some(detail));
         Ok(Answer { text, rationale })
     }
 }
@@ -126,7 +131,8 @@ mod tests {
         assert_eq!(trace.answer, "Frank Herbert");
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
-        assert!(sink.extra["reasoning"].as_str().unwrap_or("").contains("written by"));
+        let detail: BaselineNode = crate::details::read(sink).expect("CoT's detail");
+        assert!(detail.reasoning.unwrap_or_default().contains("written by"));
     }
 
     #[tokio::test]
@@ -145,8 +151,9 @@ mod tests {
         assert_eq!(llm.calls().len(), 1, "one request carries all samples");
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
-        assert_eq!(sink.extra["votes"], 3);
-        assert_eq!(sink.extra["samples"].as_array().map(Vec::len), Some(5));
+        let detail: BaselineNode = crate::details::read(sink).expect("CoT-SC's detail");
+        assert_eq!(detail.votes, Some(3));
+        assert_eq!(detail.samples.map(|s| s.len()), Some(5));
     }
 
     #[test]

@@ -29,7 +29,7 @@ impl Strategy for Direct {
         let reply =
             ctx.complete("answer", Some(hopwise_core::trace::SINK), "direct", &[("question", question)]).await?;
         let text = final_answer(&reply);
-        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), serde_json::Value::Null);
+        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), None);
         Ok(Answer { text, rationale: None })
     }
 }

@@ -4,9 +4,9 @@ use async_trait::async_trait;
 use hopwise_core::trace::SINK;
 use hopwise_core::Decision;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{final_answer, parse_numbered_list, record_sink, step_node};
+use crate::details::baseline::BaselineNode;
 use crate::ctx::{format_dialog, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -69,7 +69,7 @@ impl Strategy for LeastToMost {
         let text = final_answer(&reply);
         let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };
         let decision = if pairs.is_empty() { Decision::Known } else { Decision::Decomposed };
-        record_sink(ctx, question, &text, decision, parents, Vec::new(), json!({ "subquestions": subquestions }));
+        record_sink(ctx, question, &text, decision, parents, Vec::new(), Some(BaselineNode { subquestions: Some(subquestions), ..Default::default() }));
         Ok(Answer { text, rationale: Some(dialog) })
     }
 }

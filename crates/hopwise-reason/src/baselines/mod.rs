@@ -13,6 +13,7 @@ use hopwise_core::trace::SINK;
 use hopwise_core::{Decision, NodeTrace, Passage};
 
 use crate::ctx::Ctx;
+use crate::details::{self, baseline::BaselineNode};
 
 pub use crate::protocol::answer::final_answer;
 
@@ -32,7 +33,7 @@ pub(crate) fn record_sink(
     decision: Decision,
     parents: Vec<String>,
     passages: Vec<Passage>,
-    extra: serde_json::Value,
+    detail: Option<BaselineNode>,
 ) {
     for parent in &parents {
         ctx.rec().add_edge(parent, SINK);
@@ -44,7 +45,7 @@ pub(crate) fn record_sink(
         decision,
         answer: Some(answer.to_string()),
         passages,
-        extra,
+        extra: detail.map(|d| details::to_extra(&d)).unwrap_or_default(),
         ..Default::default()
     });
 }

@@ -5,9 +5,9 @@ use async_trait::async_trait;
 use hopwise_core::trace::SINK;
 use hopwise_core::Decision;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{final_answer, parse_numbered_list, record_sink};
+use crate::details::baseline::BaselineNode;
 use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -52,7 +52,7 @@ impl Strategy for PlanSolve {
         let text = final_answer(&reply);
         let plan = parse_numbered_list(&reply, 12);
         let decision = if self.with_retrieval { Decision::Retrieved } else { Decision::Known };
-        record_sink(ctx, question, &text, decision, Vec::new(), passages, json!({ "plan": plan, "reasoning": reply }));
+        record_sink(ctx, question, &text, decision, Vec::new(), passages, Some(BaselineNode { plan: Some(plan), reasoning: Some(reply.clone()), ..Default::default() }));
         Ok(Answer { text, rationale: Some(reply) })
     }
 }
@@ -77,7 +77,8 @@ mod tests {
         assert_eq!(trace.answer, "1920");
         assert_eq!(trace.stats.llm_calls, 1);
         let sink = trace.node("Q").expect("sink");
-        assert_eq!(sink.extra["plan"].as_array().map(Vec::len), Some(2));
+        let detail: BaselineNode = crate::details::read(sink).expect("the plan's detail");
+        assert_eq!(detail.plan.map(|p| p.len()), Some(2));
     }
 
     #[tokio::test]

@@ -39,7 +39,7 @@ impl Strategy for Rtr {
             .complete("read", Some(SINK), "rtr", &[("passages", &format_passages(&passages)), ("question", question)])
             .await?;
         let text = final_answer(&reply);
-        record_sink(ctx, question, &text, Decision::Retrieved, Vec::new(), passages, serde_json::Value::Null);
+        record_sink(ctx, question, &text, Decision::Retrieved, Vec::new(), passages, None);
         Ok(Answer { text, rationale: None })
     }
 }

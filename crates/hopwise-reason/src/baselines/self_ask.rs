@@ -5,9 +5,9 @@ use async_trait::async_trait;
 use hopwise_core::trace::SINK;
 use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{final_answer, record_sink, step_node};
+use crate::details::baseline::BaselineNode;
 use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
 use crate::strategy::{Answer, Strategy};
@@ -163,7 +163,7 @@ impl Strategy for SelfAsk {
         };
         let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };
         let decision = if pairs.is_empty() { Decision::Known } else { Decision::Decomposed };
-        record_sink(ctx, question, &text, decision, parents, Vec::new(), json!({ "forced_final": forced }));
+        record_sink(ctx, question, &text, decision, parents, Vec::new(), Some(BaselineNode { forced_final: Some(forced), ..Default::default() }));
         Ok(Answer { text, rationale: Some(scratchpad(&pairs)) })
     }
 }
@@ -252,7 +252,8 @@ mod tests {
         // Step 1 asks, step 2 repeats the same follow-up, which forces the final answer.
         assert_eq!(trace.answer, "nobody");
         assert_eq!(trace.nodes.len(), 2, "one follow-up node and the sink");
-        assert_eq!(trace.node("Q").map(|n| n.extra["forced_final"].clone()), Some(serde_json::json!(true)));
+        let detail: Option<BaselineNode> = trace.node("Q").and_then(crate::details::read);
+        assert_eq!(detail.and_then(|d| d.forced_final), Some(true));
     }
 
     #[tokio::test]

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hopwise_core::{Nli, NliLabel, Passage, Recorder};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::protocol::citations::{parse_thought, split_statements, take_markers, Statement, Thought};
 
@@ -95,7 +95,7 @@ impl Judge {
 }
 
 /// How one statement's citations were judged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatementScore {
     pub claim: String,
     /// Scored citations (at most [`MAX_CITATIONS`]), 1-based.

@@ -31,9 +31,12 @@ use futures::future::BoxFuture;
 use hopwise_core::trace::SINK;
 use hopwise_core::{Decision, NodeTrace, Passage};
 use serde::Serialize;
-use serde_json::{json, Value};
 
 use crate::ctx::Ctx;
+use crate::details::{
+    self,
+    hgot::{DemonstrationPool, HgotNode, HgotTrace, SigmaEntry, StopDetail, StopReason, StopRecord},
+};
 use crate::error::{ReasonError, Result};
 use crate::strategy::{Answer, Strategy};
 
@@ -125,20 +128,15 @@ struct Run<'a> {
     hgot: &'a Hgot,
     ctx: &'a Ctx,
     judge: citations::Judge,
-    sigma_history: Mutex<Vec<Value>>,
+    sigma_history: Mutex<Vec<SigmaEntry>>,
     stop_method: Mutex<Option<String>>,
     demo_fallback_noted: AtomicBool,
 }
 
 
-/// Sets `extra[key] = value` on a node, making `extra` an object if needed.
-fn set_extra(node: &mut NodeTrace, key: &str, value: Value) {
-    if !node.extra.is_object() {
-        node.extra = json!({});
-    }
-    if let Some(map) = node.extra.as_object_mut() {
-        map.insert(key.to_string(), value);
-    }
+/// Changes the node's HGOT detail in place.
+fn update_detail(node: &mut NodeTrace, change: impl FnOnce(&mut HgotNode)) {
+    details::update(node, change);
 }
 
 /// Merges passage lists by id, keeping the higher σ; first-seen order.
@@ -167,10 +165,10 @@ impl Run<'_> {
         }
     }
 
-    fn stop(&self, id: &str, reason: &str, detail: Value, probe: &Outcome) {
+    fn stop(&self, id: &str, reason: StopReason, detail: Option<StopDetail>, probe: &Outcome) {
         let answer = probe.answer.clone();
         self.ctx.rec().update_node(id, |n| {
-            set_extra(n, "stop", json!({ "reason": reason, "detail": detail }));
+            update_detail(n, |d| d.stop = Some(StopRecord { reason, detail }));
             n.decision = if answer.is_empty() { Decision::Unresolved } else { Decision::Retrieved };
             n.answer = Some(answer);
         });
@@ -194,7 +192,7 @@ impl Run<'_> {
             };
             let max_depth = self.hgot.opts.max_depth.min(self.ctx.budget().max_depth);
             if depth >= max_depth {
-                self.stop(&id, "max_depth", json!({ "depth": depth, "max_depth": max_depth }), &probe);
+                self.stop(&id, StopReason::MaxDepth, Some(StopDetail::Depth { depth, max_depth }), &probe);
                 return Ok(probe);
             }
             // Each PLAN takes one expansion from the question's `r_max` budget.
@@ -203,18 +201,18 @@ impl Run<'_> {
                     "node {id}: r_max = {} expansions used; answering from the probe",
                     self.ctx.budget().r_max
                 ));
-                self.stop(&id, "r_max", json!({ "r_max": self.ctx.budget().r_max }), &probe);
+                self.stop(&id, StopReason::RMax, Some(StopDetail::Budget { r_max: self.ctx.budget().r_max }), &probe);
                 return Ok(probe);
             }
             let plan = match self.plan(&question, &id, &probe.passages).await {
                 Ok(Some(plan)) => plan,
                 Ok(None) => {
-                    self.stop(&id, "no_steps", Value::Null, &probe);
+                    self.stop(&id, StopReason::NoSteps, None, &probe);
                     return Ok(probe);
                 }
                 Err(e) if !e.is_fatal() => {
                     self.ctx.rec().best_effort(format!("node {id}: planning failed ({e}); kept the probe's answer"));
-                    self.stop(&id, "plan_failed", json!(e.to_string()), &probe);
+                    self.stop(&id, StopReason::PlanFailed, Some(StopDetail::Error(e.to_string())), &probe);
                     return Ok(probe);
                 }
                 Err(e) => return Err(e),
@@ -222,12 +220,15 @@ impl Run<'_> {
             if plan.steps.len() == 1 {
                 let test = self.single_step_similarity(&question, &plan.steps.texts[0]).await;
                 if test.similarity >= test.threshold {
-                    self.stop(&id, "single_step", json!(test), &probe);
+                    self.stop(&id, StopReason::SingleStep, Some(StopDetail::Similarity(test)), &probe);
                     return Ok(probe);
                 }
                 self.ctx
                     .rec()
-                    .update_node(&id, |n| set_extra(n, "stop", json!({ "reason": "continue", "detail": test })));
+                    .update_node(&id, |n| {
+                        let stop = StopRecord { reason: StopReason::Continue, detail: Some(StopDetail::Similarity(test)) };
+                        update_detail(n, |d| d.stop = Some(stop));
+                    });
             }
             let solved = self.search(&id, depth, &plan).await?;
             match self.infer(&question, &id, &probe, &solved).await {
@@ -237,7 +238,7 @@ impl Run<'_> {
                     let passages = merge_passages(
                         probe.passages.iter().cloned().chain(solved.iter().flat_map(|s| s.outcome.passages.clone())),
                     );
-                    self.stop(&id, "infer_failed", json!(e.to_string()), &probe);
+                    self.stop(&id, StopReason::InferFailed, Some(StopDetail::Error(e.to_string())), &probe);
                     Ok(Outcome { passages, ..probe })
                 }
                 Err(e) => Err(e),
@@ -265,19 +266,19 @@ impl Strategy for Hgot {
         ctx.rec().upsert_node(NodeTrace {
             id: SINK.to_string(),
             question: question.to_string(),
-            extra: json!({ "layer": 0 }),
+            extra: details::to_extra(&HgotNode { layer: Some(0), ..Default::default() }),
             ..Default::default()
         });
         let outcome = run.traverse(question.to_string(), SINK.to_string(), 0).await;
         let history = run.sigma_history.lock().map(|h| h.clone()).unwrap_or_default();
         let stop_method = run.stop_method.lock().ok().and_then(|m| m.clone());
-        ctx.rec().set_extra(json!({
-            "options": self.opts,
-            "nli": run.judge.name(),
-            "nli_calls": run.judge.calls(),
-            "stop_similarity": stop_method,
-            "demonstrations": self.pool.as_ref().map(|p| json!({ "pool": p.demos.len(), "dropped": p.dropped })),
-            "sigma_history": history,
+        ctx.rec().set_extra(details::to_extra(&HgotTrace {
+            options: self.opts.clone(),
+            nli: run.judge.name().to_string(),
+            nli_calls: run.judge.calls(),
+            stop_similarity: stop_method,
+            demonstrations: self.pool.as_ref().map(|p| DemonstrationPool { pool: p.demos.len(), dropped: p.dropped }),
+            sigma_history: history,
         }));
         let outcome = outcome?;
         if outcome.answer.is_empty() {

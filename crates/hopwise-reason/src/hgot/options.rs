@@ -10,7 +10,7 @@ use crate::error::{ReasonError, Result};
 pub const MAX_SAMPLES: u32 = 20;
 
 /// How demonstrations are picked from the pool.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DemoSelection {
     /// The pool entries nearest to the question (sentence embeddings when the context has an
@@ -22,7 +22,7 @@ pub enum DemoSelection {
 }
 
 /// Options of `hgot` (`[strategy.hgot]`). Unknown keys are rejected.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct HgotOptions {
     /// `ρ = alpha + beta·REC + gamma·PREC` (paper's best: 0.2, 0.4, 0.4).

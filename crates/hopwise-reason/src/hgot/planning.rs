@@ -1,15 +1,14 @@
 //! PLAN, SELF-REFLECT and FORMALIZE (steps and their dependency DAG), and STOP's similarity test.
 
 use hopwise_core::{Passage, Repair};
-use serde::Serialize;
-use serde_json::json;
 
 use super::demos::cosine;
 use super::steps::{
     dependency_text, parse_dependency_sentences, parse_formal_edges, parse_steps, repair_dependencies, Dependencies,
     Steps,
 };
-use super::{set_extra, Run, ScoredPassage};
+use super::{update_detail, Run, ScoredPassage};
+use crate::details::hgot::{EdgesFrom, PlanRecord};
 use crate::ctx::format_passages;
 use crate::error::Result;
 
@@ -27,14 +26,7 @@ fn readable(text: &str) -> bool {
         || ["no dependenc", "none", "independent", "not depend", "no step depends"].iter().any(|p| lower.contains(p))
 }
 
-/// STOP's similarity between a one-step plan and its question.
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct SimilarityTest {
-    pub similarity: f64,
-    pub threshold: f64,
-    /// `embedding:<model>` or `jaccard`.
-    pub method: String,
-}
+pub(super) use crate::details::hgot::SimilarityTest;
 
 impl Run<'_> {
     fn record_repairs(&self, repairs: &[Repair]) {
@@ -65,14 +57,14 @@ impl Run<'_> {
             .await?;
         let steps = parse_steps(&reply, opts.max_steps, &Self::stage("plan", id));
         self.record_repairs(&steps.repairs);
-        let mut record = json!({ "reply": reply, "steps": steps.texts });
+        let mut record = PlanRecord { reply: reply.clone(), steps: steps.texts.clone(), ..Default::default() };
         if steps.is_empty() {
             self.ctx.rec().repair(Repair {
                 stage: Self::stage("plan", id),
                 rule: "no_steps".into(),
                 detail: "the plan listed no step; the probe's answer stands".into(),
             });
-            self.ctx.rec().update_node(id, |n| set_extra(n, "plan", record));
+            self.ctx.rec().update_node(id, |n| update_detail(n, |d| d.plan = Some(record)));
             return Ok(None);
         }
 
@@ -83,16 +75,16 @@ impl Run<'_> {
             let (planned_edges, label_repairs) =
                 steps.map_labels(&parse_dependency_sentences(&planned), &Self::stage("plan", id));
             let mut sentences = planned.clone();
-            let mut source = "plan";
+            let mut source = EdgesFrom::Plan;
             if opts.self_reflect {
                 let reflected = self
                     .ctx
                     .complete("self_reflect", Some(id), "hgot_reflect", &[("steps", &steps.numbered())])
                     .await?;
-                record["reflect"] = json!(reflected);
+                record.reflect = Some(reflected.clone());
                 if readable(&reflected) {
                     sentences = reflected;
-                    source = "self_reflect";
+                    source = EdgesFrom::SelfReflect;
                 } else {
                     self.ctx.rec().repair(Repair {
                         stage: Self::stage("self_reflect", id),
@@ -117,7 +109,7 @@ impl Run<'_> {
                         &[("steps", &steps.numbered()), ("dependencies", &sentences)],
                     )
                     .await?;
-                record["formal"] = json!(formal);
+                record.formal = Some(formal.clone());
                 let edges = parse_formal_edges(&formal);
                 let from_sentences = parse_dependency_sentences(&sentences);
                 if edges.is_empty() && !from_sentences.is_empty() {
@@ -126,13 +118,13 @@ impl Run<'_> {
                         rule: "formalize_unreadable".into(),
                         detail: "no arrow could be read; the dependency sentences were parsed directly".into(),
                     });
-                    source = "sentences";
+                    source = EdgesFrom::Sentences;
                     from_sentences
                 } else {
-                    source = "formalize";
+                    source = EdgesFrom::Formalize;
                     edges
                 }
-            } else if source == "plan" {
+            } else if source == EdgesFrom::Plan {
                 self.record_repairs(&label_repairs);
                 planned_edges
             } else {
@@ -147,11 +139,11 @@ impl Run<'_> {
             }
             deps = repair_dependencies(steps.len(), &raw, &Self::stage("formalize", id));
             self.record_repairs(&deps.repairs);
-            record["dependencies"] = json!(sentences);
-            record["edges_from"] = json!(source);
+            record.dependencies = Some(sentences);
+            record.edges_from = Some(source);
         }
-        record["edges"] = json!(deps.edges);
-        self.ctx.rec().update_node(id, |n| set_extra(n, "plan", record));
+        record.edges = Some(deps.edges.clone());
+        self.ctx.rec().update_node(id, |n| update_detail(n, |d| d.plan = Some(record)));
         Ok(Some(Plan { steps, deps }))
     }
 

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use hopwise_core::{Decision, NodeTrace, Passage};
-use serde_json::{json, Value};
 
-use super::{merge_passages, planning, set_extra, Outcome, Run, StepOutcome};
+use super::{merge_passages, planning, update_detail, Outcome, Run, StepOutcome};
+use crate::details::{self, hgot::{HgotNode, RankedPassage, ThoughtsRecord}};
 use crate::ctx::{format_dialog, format_passages};
 use crate::error::Result;
 use crate::executor::{Dag, NodeOutcome, NodeTask};
@@ -27,7 +27,7 @@ impl Run<'_> {
                 parents: preds.clone(),
                 decomposes: Some(parent.to_string()),
                 depth: depth + 1,
-                extra: json!({ "layer": depth + 1, "step": i }),
+                extra: details::to_extra(&HgotNode { layer: Some(depth + 1), step: Some(i), ..Default::default() }),
                 ..Default::default()
             });
             for p in &preds {
@@ -130,7 +130,8 @@ impl Run<'_> {
             .map(|s| (s.question.clone(), s.outcome.answer.clone()))
             .collect();
         let top: Vec<Passage> = pool[..k].iter().map(|s| s.passage.clone()).collect();
-        let ranked: Vec<Value> = pool[..k].iter().map(|s| json!({ "id": s.passage.id, "sigma": s.sigma })).collect();
+        let ranked: Vec<RankedPassage> =
+            pool[..k].iter().map(|s| RankedPassage { id: s.passage.id.clone(), sigma: s.sigma }).collect();
         let demos = self.thought_demos(question).await;
         let prompt = self.ctx.render(
             "hgot_infer",
@@ -143,10 +144,7 @@ impl Run<'_> {
         )?;
         let thought = self.deliberate("infer", id, prompt, &top).await?;
         self.update_sigma(id, "infer", &mut pool[..k], &thought.nu_bar, thought.vote.confidence);
-        let mut record = thought.to_json(&top);
-        if let Some(map) = record.as_object_mut() {
-            map.insert("ranked".into(), Value::Array(ranked));
-        }
+        let record = ThoughtsRecord { ranked: Some(ranked), ..thought.to_record(&top) };
         let (answer, confidence, rationale, decision) = if thought.vote.answer.is_empty() {
             self.ctx.rec().note(format!("node {id}: no inferred thought gave an answer; kept the probe's answer"));
             (probe.answer.clone(), probe.confidence, probe.rationale.clone(), Decision::Unresolved)
@@ -155,7 +153,7 @@ impl Run<'_> {
         };
         let a = answer.clone();
         self.ctx.rec().update_node(id, |n| {
-            set_extra(n, "infer", record);
+            update_detail(n, |d| d.infer = Some(record));
             n.answer = Some(a);
             n.decision = decision;
         });

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::citations::tests::WordNli;
 use super::*;
 use crate::ctx::Budget;
+use crate::details::hgot::{EdgesFrom, HgotNode, HgotTrace, SigmaEntry, StopDetail, StopReason};
 use crate::strategy::{build, run, StrategyOptions};
 
 const QUESTION: &str = "Where was the director of Jaws born?";
@@ -128,6 +129,12 @@ fn extra<'a>(trace: &'a Trace, node: &str, path: &[&str]) -> &'a Value {
     v
 }
 
+/// A node's HGOT detail.
+fn node_detail(trace: &Trace, node: &str) -> HgotNode {
+    let n = trace.node(node).unwrap_or_else(|| panic!("node {node}"));
+    details::read(n).unwrap_or_else(|| panic!("node {node} has no HGOT detail: {}", n.extra))
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -160,42 +167,49 @@ async fn end_to_end_hierarchy_votes_and_passage_scores() {
     assert_eq!(two.rewritten.as_deref(), Some("Where was Steven Spielberg born?"));
     let edges: Vec<(&str, &str)> = trace.edges.iter().map(|e| (e.from.as_str(), e.to.as_str())).collect();
     assert_eq!(edges, vec![("1", "2"), ("2", "Q")]);
-    assert_eq!(extra(&trace, "2", &["layer"]), 1);
-    assert_eq!(extra(&trace, "Q", &["plan", "edges_from"]), "formalize");
-    assert_eq!(extra(&trace, "Q", &["plan", "edges"]), &serde_json::json!([[1, 2]]));
+    let (q, d1, d2) = (node_detail(&trace, "Q"), node_detail(&trace, "1"), node_detail(&trace, "2"));
+    assert_eq!(d2.layer, Some(1));
+    let plan = q.plan.as_ref().expect("Q planned");
+    assert_eq!(plan.edges_from, Some(EdgesFrom::Formalize));
+    assert_eq!(plan.edges, Some(vec![(1, 2)]));
 
     // STOP: step 1's one-step plan repeats its question (Jaccard 1 ≥ 0.6); step 2 planned nothing.
-    assert_eq!(extra(&trace, "1", &["stop", "reason"]), "single_step");
-    assert_eq!(extra(&trace, "1", &["stop", "detail", "method"]), "jaccard");
+    let stop1 = d1.stop.as_ref().expect("1 stopped");
+    assert_eq!(stop1.reason, StopReason::SingleStep);
+    assert!(matches!(&stop1.detail, Some(StopDetail::Similarity(t)) if t.method == "jaccard"), "{stop1:?}");
     assert_eq!((one.decision, one.answer.as_deref()), (Decision::Retrieved, Some("Steven Spielberg")));
-    assert_eq!(extra(&trace, "2", &["stop", "reason"]), "no_steps");
+    assert_eq!(d2.stop.as_ref().map(|s| s.reason), Some(StopReason::NoSteps));
     assert!(trace.notes.iter().any(|n| n.starts_with("STOP similarity: jaccard")));
 
     // The root's probe, by hand: samples 0 and 1 fully cited (ρ = 0.2 + 0.4 + 0.4 = 1), sample 2
     // uncited, 3 without rationale, 4 citing a passage that does not exist (ρ = 0.2 each).
-    let samples = extra(&trace, "Q", &["probe", "samples"]).as_array().expect("samples");
-    let rho: Vec<f64> = samples.iter().map(|s| s["rho"].as_f64().unwrap_or(-1.0)).collect();
+    let probe = q.probe.as_ref().expect("Q probed");
+    let rho: Vec<f64> = probe.samples.iter().map(|s| s.rho).collect();
     assert!(rho.iter().zip([1.0, 1.0, 0.2, 0.2, 0.2]).all(|(a, b)| close(*a, b)), "{rho:?}");
-    assert_eq!(samples[0]["rec"], 1.0);
-    assert_eq!(samples[4]["statements"][0]["dangling"], serde_json::json!([7]));
-    let votes = extra(&trace, "Q", &["probe", "votes"]).as_array().expect("votes");
-    assert_eq!(votes[0]["normalized"], "cincinnati");
-    assert!(close(votes[0]["weight"].as_f64().unwrap_or(0.0), 2.2));
-    assert!(close(votes[1]["weight"].as_f64().unwrap_or(0.0), 0.4));
-    let ci = extra(&trace, "Q", &["probe", "confidence"]).as_f64().unwrap_or(0.0);
+    assert_eq!(probe.samples[0].rec, 1.0);
+    assert_eq!(probe.samples[4].statements[0].dangling, vec![7]);
+    assert_eq!(probe.votes[0].normalized, "cincinnati");
+    assert!(close(probe.votes[0].weight, 2.2));
+    assert!(close(probe.votes[1].weight, 0.4));
+    let ci = probe.confidence;
     assert!(close(ci, 2.2 / 2.6));
-    assert_eq!(extra(&trace, "1", &["probe", "confidence"]), 1.0, "unanimous");
+    assert_eq!(d1.probe.as_ref().map(|p| p.confidence), Some(1.0), "unanimous");
     assert!(rules(&trace).contains(&"dangling_citation"));
     assert!(rules(&trace).contains(&"no_steps"));
 
     // σ history: the root retrieved p1 (2 shared words) then p0 (1) → σ0 = 1, 0.5; both are cited
     // by both good thoughts → ν̄ = 1; σ1 = 0.2·σ0 + 0.55 + 0.25·CI.
-    let history = trace.extra["sigma_history"].as_array().expect("history");
+    let recorded: HgotTrace = serde_json::from_value(trace.extra.clone()).expect("HGOT's trace detail");
     let entry = |node: &str, stage: &str, passage: &str| {
-        history
-            .iter()
-            .find(|h| h["node"] == node && h["stage"] == stage && h["passage"] == passage)
-            .and_then(|h| h["sigma"].as_f64())
+        recorded.sigma_history.iter().find_map(|h| match h {
+            SigmaEntry::Update { node: n, stage: s, passage: p, sigma, .. }
+            | SigmaEntry::Retrieved { node: n, stage: s, passage: p, sigma, .. }
+                if n == node && s == stage && p == passage =>
+            {
+                Some(*sigma)
+            }
+            _ => None,
+        })
     };
     assert_eq!(entry("Q", "retrieved", "p1"), Some(1.0));
     assert_eq!(entry("Q", "retrieved", "p0"), Some(0.5));
@@ -203,13 +217,13 @@ async fn end_to_end_hierarchy_votes_and_passage_scores() {
     assert!(close(entry("Q", "probe", "p0").unwrap_or(0.0), 0.1 + 0.55 + 0.25 * ci));
     assert!(entry("Q", "infer", "p1").is_some(), "infer updates the passages it used");
     assert!(entry("Q", "retrieved", "p2").is_none(), "the shark passage shares no word with the question");
-    let ranked = extra(&trace, "Q", &["infer", "ranked"]).as_array().expect("ranked");
+    let ranked = q.infer.as_ref().and_then(|i| i.ranked.clone()).expect("infer ranked the passages");
     assert_eq!(ranked.len(), 2, "two distinct passages were collected under Q");
-    assert!(ranked[0]["sigma"].as_f64() >= ranked[1]["sigma"].as_f64());
+    assert!(ranked[0].sigma >= ranked[1].sigma);
 
     // Stats: judgements are cached across nodes (the steps' claims repeat the root's).
     assert_eq!(trace.stats.nli_calls, 4);
-    assert_eq!(trace.extra["nli_calls"], 4);
+    assert_eq!(recorded.nli_calls, 4);
     assert_eq!(trace.stats.retrieval_rounds, 3);
     // probe, plan, reflect, formalize (Q); probe, plan (1); rewrite, probe, plan (2); infer (Q).
     assert_eq!(trace.stats.llm_calls, 10);

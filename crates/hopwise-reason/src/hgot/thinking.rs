@@ -2,13 +2,13 @@
 //! citation scoring, the vote, and the σ updates.
 
 use hopwise_core::{GenParams, Passage, Repair};
-use serde_json::{json, Value};
 
 use super::citations::{parse_thought, score_citations, CitationScore, Thought};
 use super::vote::{
     initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote,
 };
-use super::{set_extra, Outcome, Run, ScoredPassage};
+use super::{update_detail, Outcome, Run, ScoredPassage};
+use crate::details::hgot::{SigmaEntry, ThoughtSample, ThoughtsRecord};
 use crate::ctx::format_passages;
 use crate::error::{ReasonError, Result};
 
@@ -44,32 +44,30 @@ impl Deliberation {
             .filter(|r| !r.is_empty())
     }
 
-    pub fn to_json(&self, passages: &[Passage]) -> Value {
-        let samples: Vec<Value> = self
+    /// The trace's record of these thoughts; `passages` are the prompt's, in order.
+    pub fn to_record(&self, passages: &[Passage]) -> ThoughtsRecord {
+        let samples = self
             .samples
             .iter()
-            .map(|s| {
-                json!({
-                    "thought": s.thought.rationale,
-                    "answer": s.thought.answer,
-                    "rec": s.citations.recall,
-                    "prec": s.citations.precision,
-                    "rho": s.rho,
-                    "statements": s.citations.statements,
-                    "raw": s.raw,
-                })
+            .map(|s| ThoughtSample {
+                thought: s.thought.rationale.clone(),
+                answer: s.thought.answer.clone(),
+                rec: s.citations.recall,
+                prec: s.citations.precision,
+                rho: s.rho,
+                statements: s.citations.statements.clone(),
+                raw: s.raw.clone(),
             })
             .collect();
-        let nu_bar: serde_json::Map<String, Value> =
-            passages.iter().zip(&self.nu_bar).map(|(p, v)| (p.id.clone(), json!(v))).collect();
-        json!({
-            "samples": samples,
-            "votes": self.vote.table,
-            "answer": self.vote.answer,
-            "confidence": self.vote.confidence,
-            "unweighted": self.vote.unweighted,
-            "nu_bar": nu_bar,
-        })
+        ThoughtsRecord {
+            samples,
+            votes: self.vote.table.clone(),
+            answer: self.vote.answer.clone(),
+            confidence: self.vote.confidence,
+            unweighted: self.vote.unweighted,
+            nu_bar: passages.iter().zip(&self.nu_bar).map(|(p, v)| (p.id.clone(), *v)).collect(),
+            ranked: None,
+        }
     }
 }
 
@@ -185,10 +183,15 @@ impl Run<'_> {
         for (p, nb) in passages.iter_mut().zip(nu_bar) {
             let before = p.sigma;
             p.sigma = update_sigma(w, before, *nb, ci);
-            entries.push(json!({
-                "node": node, "stage": stage, "passage": p.passage.id,
-                "sigma_before": before, "nu_bar": nb, "ci": ci, "sigma": p.sigma,
-            }));
+            entries.push(SigmaEntry::Update {
+                node: node.to_string(),
+                stage: stage.to_string(),
+                passage: p.passage.id.clone(),
+                sigma_before: before,
+                nu_bar: *nb,
+                ci,
+                sigma: p.sigma,
+            });
         }
         if let Ok(mut h) = self.sigma_history.lock() {
             h.extend(entries);
@@ -196,9 +199,12 @@ impl Run<'_> {
     }
 
     fn log_initial(&self, node: &str, passages: &[ScoredPassage]) {
-        let entries = passages.iter().map(|p| {
-            json!({ "node": node, "stage": "retrieved", "passage": p.passage.id,
-                    "engine_score": p.passage.score, "sigma": p.sigma })
+        let entries = passages.iter().map(|p| SigmaEntry::Retrieved {
+            node: node.to_string(),
+            stage: "retrieved".to_string(),
+            passage: p.passage.id.clone(),
+            engine_score: p.passage.score,
+            sigma: p.sigma,
         });
         if let Ok(mut h) = self.sigma_history.lock() {
             h.extend(entries);
@@ -234,11 +240,11 @@ impl Run<'_> {
         )?;
         let thought = self.deliberate("probe", id, prompt, &passages).await?;
         self.update_sigma(id, "probe", &mut scored, &thought.nu_bar, thought.vote.confidence);
-        let record = thought.to_json(&passages);
+        let record = thought.to_record(&passages);
         let answer = thought.vote.answer.clone();
         let a = answer.clone();
         self.ctx.rec().update_node(id, |n| {
-            set_extra(n, "probe", record);
+            update_detail(n, |d| d.probe = Some(record));
             n.answer = Some(a);
         });
         Ok(Outcome {

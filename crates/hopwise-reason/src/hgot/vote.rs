@@ -2,7 +2,7 @@
 //! passage scores δ̂ → ν → ν̂ → ν̄ → σ.
 
 use hopwise_core::text::normalize_answer;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `ρ = α + β·REC + γ·PREC`.
 pub fn thought_quality(alpha: f64, beta: f64, gamma: f64, recall: f64, precision: f64) -> f64 {
@@ -10,7 +10,7 @@ pub fn thought_quality(alpha: f64, beta: f64, gamma: f64, recall: f64, precision
 }
 
 /// One distinct answer in a vote.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VoteRow {
     /// The answer as first written by a sample.
     pub answer: String,

@@ -12,9 +12,9 @@
 use async_trait::async_trait;
 use hopwise_core::trace::SINK;
 use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
-use serde_json::json;
 
 use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::details::{self, toqd::{SummaryRecord, ToqdNode}};
 use crate::error::{ReasonError, Result};
 use crate::executor::{ChildGraph, Dag, GraphObserver};
 use crate::protocol::answer;
@@ -328,16 +328,14 @@ impl Toqd {
         let readings: Vec<Option<String>> =
             parsed.iter().map(|(answer, _)| answer.clone()).chain(pooled.iter().cloned()).collect();
         let vote = answers::vote(&readings);
-        let detail = json!({
-            "samples": reply.choices.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(),
-            "pooled_readings": pooled.len(),
-            "vote": vote.table,
-            "confidence": vote.confidence,
-        });
+        let summary = SummaryRecord {
+            samples: reply.choices.iter().map(|c| c.text.clone()).collect(),
+            pooled_readings: pooled.len(),
+            vote: vote.table.clone(),
+            confidence: vote.confidence,
+        };
         ctx.rec().update_node(SINK, |n| {
-            let mut extra = n.extra.as_object().cloned().unwrap_or_default();
-            extra.insert("summary".into(), detail);
-            n.extra = serde_json::Value::Object(extra);
+            details::update(n, |d: &mut ToqdNode| d.summary = Some(summary));
         });
         if vote.answer.is_empty() {
             return Ok(None);

@@ -3,7 +3,6 @@
 //! child graph when even they leave the node unanswered.
 
 use hopwise_core::{Decision, GenParams, Passage, Repair};
-use serde_json::{json, Value};
 
 use super::answers::{comparable, leaf_query, read_node_answer, vote};
 use super::options::NodeGate;
@@ -11,6 +10,7 @@ use super::{capped, child_graph, QuestionState, Toqd, ANSWER_TOKENS, MAX_SUBQUES
 use crate::ctx::{format_dialog, format_passages, Ctx};
 use crate::error::Result;
 use crate::executor::{NodeOutcome, NodeTask, Phase};
+use crate::details::{self, toqd::{GateDecision, GateRecord, ReadingRecord, ToqdNode}};
 use crate::gate;
 use crate::uncertainty;
 
@@ -35,9 +35,11 @@ impl Reading {
         let accepted = !self.answer.is_empty() && self.confidence.unwrap_or(1.0) >= min;
         if self.confidence.is_some() {
             ctx.rec().update_node(id, |n| {
-                if let Some(reading) = n.extra.get_mut("reading").and_then(Value::as_object_mut) {
-                    reading.insert("accepted".into(), json!(accepted));
-                }
+                details::update(n, |d: &mut ToqdNode| {
+                    if let Some(reading) = &mut d.reading {
+                        reading.accepted = Some(accepted);
+                    }
+                })
             });
         }
         accepted.then(|| Settled { answer: self.answer.clone(), confidence: self.confidence })
@@ -281,18 +283,18 @@ impl Toqd {
         let vote = vote(&readings);
         // Retrieve when the samples disagree, or when most of them decline.
         let retrieve = estimate.uncertainty > gate.threshold || vote.answer.is_empty() || vote.confidence < 0.5;
-        let detail = json!({
-            "gate": self.opts.gate,
-            "samples": replies,
-            "uncertainty": estimate.uncertainty,
-            "estimator": gate.estimator,
-            "threshold": gate.threshold,
-            "similarity_source": estimate.source,
-            "vote": vote.table,
-            "decision": if retrieve { "retrieve" } else { "known" },
-            "self_verify": sentinel,
-        });
-        ctx.rec().update_node(id, |n| n.extra = json!({ "gate": detail }));
+        let detail = GateRecord {
+            gate: self.opts.gate,
+            samples: replies,
+            uncertainty: estimate.uncertainty,
+            estimator: gate.estimator,
+            threshold: gate.threshold,
+            similarity_source: estimate.source.to_string(),
+            vote: vote.table.clone(),
+            decision: if retrieve { GateDecision::Retrieve } else { GateDecision::Known },
+            self_verify: sentinel.clone(),
+        };
+        ctx.rec().update_node(id, |n| details::write(n, &ToqdNode { gate: Some(detail), ..Default::default() }));
         if retrieve {
             return Ok(None);
         }
@@ -336,12 +338,8 @@ impl Toqd {
         let replies: Vec<String> = reply.choices.iter().map(|c| c.text.clone()).collect();
         let readings: Vec<Option<String>> = replies.iter().map(|r| read_node_answer(question, r)).collect();
         let vote = vote(&readings);
-        let detail = json!({ "samples": replies, "vote": vote.table, "confidence": vote.confidence });
-        ctx.rec().update_node(id, |n| {
-            let mut extra = n.extra.as_object().cloned().unwrap_or_default();
-            extra.insert("reading".into(), detail);
-            n.extra = Value::Object(extra);
-        });
+        let detail = ReadingRecord { samples: replies, vote: vote.table.clone(), confidence: vote.confidence, accepted: None };
+        ctx.rec().update_node(id, |n| details::update(n, |d: &mut ToqdNode| d.reading = Some(detail)));
         Ok(Reading { answer: vote.answer, confidence: Some(vote.confidence), readings })
     }
 
@@ -371,9 +369,7 @@ fn record(ctx: &Ctx, id: &str, decision: Decision, question: String, settled: Se
         n.decision = decision;
         n.answer = Some(answer.clone());
         if let Some(c) = confidence {
-            let mut extra = n.extra.as_object().cloned().unwrap_or_default();
-            extra.insert("confidence".into(), json!(c));
-            n.extra = Value::Object(extra);
+            details::update(n, |d: &mut ToqdNode| d.confidence = Some(c));
         }
     });
     NodeOutcome::Answered { question, answer }

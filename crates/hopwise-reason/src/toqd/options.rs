@@ -7,7 +7,7 @@ use crate::uar::{UarOptions, UncertaintyGate};
 use crate::uncertainty::Estimator;
 
 /// What decides that a node needs evidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeGate {
     /// The paper's self-verification: the model answers from memory or replies `NO!`.

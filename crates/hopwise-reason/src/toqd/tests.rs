@@ -6,6 +6,7 @@ use hopwise_core::{Decision, EventKind, Llm, Prompts, Recorder, Retriever, Trace
 
 use super::*;
 use crate::ctx::Budget;
+use crate::details::{self, toqd::{GateDecision, ToqdNode}};
 use crate::strategy::{build, run, StrategyOptions};
 
 // Needles that identify each template in a prompt.
@@ -51,6 +52,11 @@ fn bridge_rules(first: ScriptedLlm, summary: &str) -> ScriptedLlm {
         .on_fn(SELF_VERIFY, |p, _| if p.contains("Counterparts") { "Rush".into() } else { "NO!".into() })
         .on(WITH_CONTEXT, "Neil Peart")
         .on(SUMMARY, summary)
+}
+
+/// A node's ToQD detail (the default when it recorded none).
+fn detail(node: &hopwise_core::NodeTrace) -> ToqdNode {
+    details::read(node).unwrap_or_default()
 }
 
 async fn ask(
@@ -384,15 +390,17 @@ async fn the_uncertainty_gate_retrieves_only_where_samples_disagree() {
     let n1 = t.node("1").expect("node 1");
     let n2 = t.node("2").expect("node 2");
     assert_eq!((n1.decision, n1.answer.as_deref()), (Decision::Known, Some("Rush")));
-    assert_eq!(n1.extra["gate"]["decision"], "known");
-    assert_eq!(n1.extra["gate"]["samples"].as_array().map(Vec::len), Some(5));
-    assert_eq!(n1.extra["gate"]["uncertainty"].as_f64(), Some(0.0));
-    assert_eq!(n1.extra["confidence"].as_f64(), Some(1.0));
+    let (d1, d2) = (detail(n1), detail(n2));
+    let gate1 = d1.gate.expect("node 1 asked the gate");
+    assert_eq!(gate1.decision, GateDecision::Known);
+    assert_eq!(gate1.samples.len(), 5);
+    assert_eq!(gate1.uncertainty, 0.0);
+    assert_eq!(d1.confidence, Some(1.0));
     assert_eq!((n2.decision, n2.answer.as_deref()), (Decision::Retrieved, Some("Neil Peart")));
-    assert_eq!(n2.extra["gate"]["decision"], "retrieve");
-    let u = n2.extra["gate"]["uncertainty"].as_f64().expect("U");
-    assert!(u > n2.extra["gate"]["threshold"].as_f64().expect("θ"), "{u}");
-    assert_eq!(n2.extra["reading"]["accepted"], true);
+    let gate2 = d2.gate.expect("node 2 asked the gate");
+    assert_eq!(gate2.decision, GateDecision::Retrieve);
+    assert!(gate2.uncertainty > gate2.threshold, "{}", gate2.uncertainty);
+    assert_eq!(d2.reading.and_then(|r| r.accepted), Some(true));
     assert_eq!(t.answer, "Rush");
     assert_eq!(t.confidence, Some(0.8), "4 of 5 summaries say Rush");
     // Two items: no critique. One request per gate decision, reading and summary.
@@ -425,8 +433,9 @@ async fn a_weak_vote_over_the_passages_sends_the_node_to_decomposition() {
     let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
     let n2 = t.node("2").expect("node 2");
     assert_eq!(n2.decision, Decision::Decomposed);
-    assert_eq!(n2.extra["reading"]["accepted"], false);
-    assert!(n2.extra["reading"]["confidence"].as_f64().expect("share") < 0.5);
+    let reading = detail(n2).reading.expect("node 2 was read");
+    assert_eq!(reading.accepted, Some(false));
+    assert!(reading.confidence < 0.5, "{}", reading.confidence);
     assert!(t.node("2.1").is_some(), "the child graph was spliced in");
 }
 
@@ -599,7 +608,7 @@ async fn a_sure_reading_of_the_question_answers_it_with_one_call() {
     assert_eq!(q.decision, Decision::Retrieved);
     assert_eq!(q.answer.as_deref(), Some("Rush"));
     assert!(!q.passages.is_empty());
-    assert_eq!(q.extra["reading"]["accepted"], serde_json::json!(true));
+    assert_eq!(detail(q).reading.and_then(|r| r.accepted), Some(true));
 }
 
 #[tokio::test]
@@ -624,8 +633,9 @@ async fn an_unsure_reading_plans_and_its_readings_vote_with_the_summary() {
     assert_eq!(t.answer, "Rush");
     assert_eq!(t.confidence, Some(0.3));
     let q = t.node("Q").expect("node Q");
-    assert_eq!(q.extra["reading"]["accepted"], serde_json::json!(false));
-    assert_eq!(q.extra["summary"]["pooled_readings"], serde_json::json!(5));
+    let d = detail(q);
+    assert_eq!(d.reading.and_then(|r| r.accepted), Some(false));
+    assert_eq!(d.summary.map(|s| s.pooled_readings), Some(5));
     assert_eq!(q.parents, vec!["2"], "the graph's sink edges still reach Q");
 }
 

@@ -10,7 +10,7 @@ use crate::uncertainty::Estimator;
 pub const MAX_SAMPLES: u32 = 20;
 
 /// Which similarity feeds EigV and Eccentricity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Similarity {
     Jaccard,
@@ -18,7 +18,7 @@ pub enum Similarity {
 }
 
 /// What always-retrieve searches with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum QuerySource {
     /// The temporary sentence itself (FLARE's direct query).

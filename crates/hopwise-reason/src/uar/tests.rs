@@ -9,6 +9,7 @@ use hopwise_core::Error as CoreError;
 
 use super::*;
 use crate::strategy::{build, run, StrategyOptions};
+use crate::details::{self, sentence::{SentenceNode, StepDecision, StepGate}};
 use crate::uncertainty::{degree_uncertainty, jaccard_matrix, Estimator};
 
 /// Needles that identify each prompt.
@@ -147,15 +148,17 @@ async fn disagreeing_samples_retrieve_with_the_subquery() {
     let node = trace.node("1").expect("node 1");
     assert_eq!(node.decision, Decision::Retrieved);
     assert_eq!(node.passages.len(), 2);
-    assert_eq!(node.extra["decision"], "retrieve");
-    assert_eq!(node.extra["query"], "Who directed Film X?");
-    assert_eq!(node.extra["temporary"], "Alpha beta gamma.");
-    assert_eq!(node.extra["sentence"], "So the answer is: Lyon.");
-    assert_eq!(node.extra["estimator"], "deg-jaccard");
-    assert_eq!(node.extra["threshold"].as_f64(), Some(0.4));
-    let u = node.extra["uncertainty"].as_f64().expect("U");
-    assert!((u - 0.8).abs() < 1e-9, "five disjoint samples: (n-1)/n = 0.8, got {u}");
-    assert_eq!(node.extra["similarity"].as_array().map(Vec::len), Some(5));
+    let step: SentenceNode = details::read(node).expect("a sentence step");
+    assert_eq!(step.decision, StepDecision::Retrieve);
+    assert_eq!(step.query.as_deref(), Some("Who directed Film X?"));
+    assert_eq!(step.temporary, "Alpha beta gamma.");
+    assert_eq!(step.sentence, "So the answer is: Lyon.");
+    let StepGate::Uncertainty { estimator, threshold, uncertainty, similarity, .. } = step.gate else {
+        panic!("uar records its uncertainty gate: {:?}", step.gate)
+    };
+    assert_eq!((estimator, threshold), (Estimator::DegJaccard, 0.4));
+    assert!((uncertainty - 0.8).abs() < 1e-9, "five disjoint samples: (n-1)/n = 0.8, got {uncertainty}");
+    assert_eq!(similarity.rows().len(), 5);
 }
 
 /// Samples whose `U` is known; the gate must retrieve exactly when `U > θ`.
