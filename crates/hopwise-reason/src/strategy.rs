@@ -90,6 +90,7 @@ const TOQD_TEMPLATES: &[&str] = &[
     "toqd_critique",
     "toqd_construct",
     "toqd_rewrite",
+    "toqd_compare_split",
     "toqd_self_verify",
     "toqd_self_verify_context",
     "toqd_decompose_leaf",

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hgot::vote::VoteRow;
-use crate::toqd::NodeGate;
+use crate::toqd::{Direction, NodeGate};
 use crate::uncertainty::Estimator;
 
 /// A ToQD node's detail. Every part is present only where that step ran.
@@ -23,6 +23,23 @@ pub struct ToqdNode {
     /// The sink's final answer: sampled summaries and their vote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<SummaryRecord>,
+    /// On the sink of a question that compares the dates of two options: what the option nodes
+    /// found and which option the dates chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<ComparisonRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComparisonRecord {
+    /// The two options, as the question names them.
+    pub options: Vec<String>,
+    pub direction: Direction,
+    /// The date each option's node found (`YYYY`, `YYYY-MM` or `YYYY-MM-DD`); null where its answer
+    /// gave none or several.
+    pub dates: Vec<Option<String>>,
+    /// The option the dates chose; null when they could not (the summary then answers).
+    pub chosen: Option<String>,
 }
 
 /// Whether the gate sent the node to retrieval.
@@ -75,6 +92,10 @@ pub struct SummaryRecord {
     pub samples: Vec<String>,
     /// The question's own readings (when `answer_first` was unsure) that voted with the summaries.
     pub pooled_readings: usize,
+    /// For a question that names two options: only readings naming one of them voted, as that
+    /// option.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restricted_to: Vec<String>,
     pub vote: Vec<VoteRow>,
     /// The winning answer's share of the votes.
     pub confidence: f64,

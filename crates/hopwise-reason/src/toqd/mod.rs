@@ -24,10 +24,12 @@ use crate::uar::UncertaintyGate;
 use crate::uncertainty;
 
 mod answers;
+mod compare;
 mod node;
 mod options;
 
 pub use answers::{key_terms, leaf_query, read_node_answer};
+pub use compare::{Comparison, Direction, PartialDate};
 pub use options::{Evidence, NodeGate, ToqdOptions};
 
 /// What the nodes of one question share while its graph runs.
@@ -36,15 +38,23 @@ pub(crate) struct QuestionState {
     evidence: Vec<Passage>,
     /// Nodes decomposed so far, against `max_expansions`.
     expansions: std::sync::atomic::AtomicU32,
-    /// Nodes that searched on their own after the question's passages, against `max_node_searches`.
+    /// Nodes that searched on their own after the question's passages, against `max_searches`.
     node_searches: std::sync::atomic::AtomicU32,
+    /// Most such searches: `max_node_searches`, or one per option node for a comparison.
+    max_searches: u32,
     /// The first fatal error, which the question returns once the graph stops.
     fatal: std::sync::Mutex<Option<ReasonError>>,
 }
 
 impl QuestionState {
-    fn new(evidence: Vec<Passage>) -> Self {
-        Self { evidence, expansions: Default::default(), node_searches: Default::default(), fatal: Default::default() }
+    fn new(evidence: Vec<Passage>, max_searches: u32) -> Self {
+        Self {
+            evidence,
+            expansions: Default::default(),
+            node_searches: Default::default(),
+            max_searches,
+            fatal: Default::default(),
+        }
     }
 
     /// Takes one decomposition from `max`; false when none is left.
@@ -53,9 +63,9 @@ impl QuestionState {
     }
 
     /// Takes one search of a node's own: always granted without the question's passages, else one
-    /// of `max`; false when none is left.
-    fn try_search(&self, max: u32) -> bool {
-        self.evidence.is_empty() || crate::ctx::take_one(&self.node_searches, max)
+    /// of `max_searches`; false when none is left.
+    fn try_search(&self) -> bool {
+        self.evidence.is_empty() || crate::ctx::take_one(&self.node_searches, self.max_searches)
     }
 }
 
@@ -256,6 +266,22 @@ impl Toqd {
         }
     }
 
+    /// Decompose → critique → construct for the question; one node with the question itself when no
+    /// sub-question could be read or planning failed (a fatal error still stops the question).
+    async fn general_plan(&self, ctx: &Ctx, question: &str) -> Result<Plan> {
+        let prompt = ctx.render("toqd_decompose", &[("question", question)])?;
+        let whole = || Plan { questions: vec![question.to_string()], topology: Topology::chain(1) };
+        Ok(match self.plan(ctx, None, question, prompt).await {
+            Ok(Some(plan)) => plan,
+            Ok(None) => whole(),
+            Err(e) if e.is_fatal() => return Err(e),
+            Err(e) => {
+                ctx.rec().best_effort(format!("planning failed: {e}; answering the question as one node"));
+                whole()
+            }
+        })
+    }
+
     /// Reads the question over its own passages. `Ok(answer)` when the vote is sure enough to answer
     /// without a graph (node Q is then marked retrieved); otherwise the readings, for the final vote.
     async fn read_question(
@@ -292,6 +318,7 @@ impl Toqd {
         dialog: &[(String, String)],
         evidence: &[Passage],
         pooled: &[Option<String>],
+        comparison: Option<&Comparison>,
     ) -> Result<Option<(String, Option<String>, Option<f64>)>> {
         let yes_no = parse::is_yes_no_question(question);
         let dialog = format_dialog(dialog);
@@ -327,10 +354,18 @@ impl Toqd {
         // after them, so a tie goes to the summary, which saw the graph's facts too.
         let readings: Vec<Option<String>> =
             parsed.iter().map(|(answer, _)| answer.clone()).chain(pooled.iter().cloned()).collect();
+        // A question that names two options is answered by one of them: when some readings name
+        // one, only those vote, each as the option it names.
+        let restriction = comparison.filter(|c| readings.iter().flatten().any(|r| c.option_of(r).is_some()));
+        let readings: Vec<Option<String>> = match restriction {
+            Some(c) => readings.iter().map(|r| r.as_deref().and_then(|r| c.option_of(r)).map(|i| c.options[i].clone())).collect(),
+            None => readings,
+        };
         let vote = answers::vote(&readings);
         let summary = SummaryRecord {
             samples: reply.choices.iter().map(|c| c.text.clone()).collect(),
             pooled_readings: pooled.len(),
+            restricted_to: restriction.map(|c| c.options.to_vec()).unwrap_or_default(),
             vote: vote.table.clone(),
             confidence: vote.confidence,
         };
@@ -341,9 +376,13 @@ impl Toqd {
             return Ok(None);
         }
         let winner = hopwise_core::text::normalize_answer(&vote.answer);
+        let gave_winner = |answer: &str| {
+            hopwise_core::text::normalize_answer(answer) == winner
+                || restriction.is_some_and(|c| c.option_of(answer).map(|i| &c.options[i]) == Some(&vote.answer))
+        };
         let rationale = parsed
             .iter()
-            .find(|(answer, _)| answer.as_deref().map(hopwise_core::text::normalize_answer) == Some(winner.clone()))
+            .find(|(answer, _)| answer.as_deref().is_some_and(gave_winner))
             .and_then(|(_, rationale)| rationale.clone());
         let confidence = (readings.len() > 1).then_some(vote.confidence);
         Ok(Some((vote.answer, rationale, confidence)))
@@ -410,8 +449,12 @@ impl Strategy for Toqd {
             passages: evidence.clone(),
             ..Default::default()
         });
+        // A question that asks which of two options comes first or last is planned as one node per
+        // option and decided by their dates; its reading of the question would rarely be sure.
+        let comparison = if self.opts.compare { Comparison::parse(question) } else { None };
+        let dated = comparison.as_ref().filter(|c| c.direction.is_some());
         let mut pooled = Vec::new();
-        if self.opts.answer_first && !evidence.is_empty() {
+        if self.opts.answer_first && !evidence.is_empty() && dated.is_none() {
             match self.read_question(ctx, question, &evidence).await {
                 Ok(Ok(answer)) => return Ok(answer),
                 Ok(Err(readings)) => pooled = readings,
@@ -420,15 +463,24 @@ impl Strategy for Toqd {
             }
         }
 
-        let prompt = ctx.render("toqd_decompose", &[("question", question)])?;
-        let plan = match self.plan(ctx, None, question, prompt).await {
-            Ok(Some(plan)) => plan,
-            Ok(None) => Plan { questions: vec![question.to_string()], topology: Topology::chain(1) },
-            Err(e) if e.is_fatal() => return Err(e),
-            Err(e) => {
-                ctx.rec().best_effort(format!("planning failed: {e}; answering the question as one node"));
-                Plan { questions: vec![question.to_string()], topology: Topology::chain(1) }
-            }
+        let compared = match dated {
+            Some(c) => match self.comparison_plan(ctx, question, c).await {
+                Ok(plan) => plan,
+                Err(e) if e.is_fatal() => return Err(e),
+                Err(e) => {
+                    ctx.rec().note(format!("writing the options' questions failed: {e}; planning"));
+                    None
+                }
+            },
+            None => None,
+        };
+        // Each option node may search once of its own, whatever `max_node_searches` says.
+        let max_searches =
+            if compared.is_some() { self.opts.max_node_searches.max(2) } else { self.opts.max_node_searches };
+        let was_compared = compared.is_some();
+        let plan = match compared {
+            Some(plan) => plan,
+            None => self.general_plan(ctx, question).await?,
         };
 
         // The top-level graph: nodes "1".."n", sink "Q".
@@ -452,17 +504,22 @@ impl Strategy for Toqd {
         ctx.rec().update_node(SINK, |n| n.parents = sinks);
 
         let mut observer = TraceObserver { ctx };
-        let state = QuestionState::new(evidence);
+        let state = QuestionState::new(evidence, max_searches);
         dag.execute(|task| self.resolve(ctx, question, task, &state), &mut observer).await;
         let QuestionState { evidence, fatal, .. } = state;
         if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
         }
 
+        if was_compared {
+            if let Some(answer) = dated.and_then(|c| self.decide(ctx, c, &dag)) {
+                return Ok(answer);
+            }
+        }
         let dialog: Vec<(String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
         let last_answer = dialog.last().map(|(_, a)| a.clone()).unwrap_or_default();
-        match self.summarise(ctx, question, &dialog, &evidence, &pooled).await {
+        match self.summarise(ctx, question, &dialog, &evidence, &pooled, comparison.as_ref()).await {
             Ok(Some((text, rationale, confidence))) => {
                 if let Some(c) = confidence {
                     ctx.rec().set_confidence(c);

@@ -117,7 +117,7 @@ impl Toqd {
         // Retrieve with the node's own question, then read the passages; past `max_node_searches`
         // the node goes on with the question's passages.
         let mut passages: Vec<Passage> = Vec::new();
-        let may_search = self.with_retrieval && state.try_search(self.opts.max_node_searches);
+        let may_search = self.with_retrieval && state.try_search();
         if self.with_retrieval && !may_search {
             passages = state.evidence.clone();
             ctx.rec().note(format!("node {id}: max_node_searches reached; answering from the question's passages"));

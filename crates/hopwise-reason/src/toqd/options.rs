@@ -89,6 +89,11 @@ pub struct ToqdOptions {
     pub answer_first: bool,
     /// The vote share at which the question's own reading answers it without a graph.
     pub answer_first_confidence: f64,
+    /// Questions that name two options ("…, A or B?"): the final vote counts only readings that name
+    /// one of them; when the question asks which comes first or last, the plan is one node per
+    /// option (asking for its date, written by the model) and the dates decide, with the summary as
+    /// the fallback. Off: such questions plan like any other.
+    pub compare: bool,
 }
 
 impl Default for ToqdOptions {
@@ -113,6 +118,7 @@ impl Default for ToqdOptions {
             max_node_searches: 1,
             answer_first: true,
             answer_first_confidence: 0.8,
+            compare: true,
         }
     }
 }

@@ -84,6 +84,7 @@ fn paper() -> StrategyOptions {
     o.set("evidence", serde_json::json!("node"));
     o.set("samples", serde_json::json!(1));
     o.set("critique_min", serde_json::json!(2));
+    o.set("compare", serde_json::json!(false));
     o
 }
 
@@ -741,4 +742,97 @@ async fn max_expansions_caps_the_nodes_decomposed_per_question() {
     let decomposed = ["1", "2"].iter().filter(|id| t.node(id).map(|n| n.decision) == Some(Decision::Decomposed)).count();
     assert_eq!(decomposed, 1);
     assert!(t.notes.iter().any(|n| n.contains("max_expansions")), "notes: {:?}", t.notes);
+}
+
+// ---------------------------------------------------------------- comparisons of two options
+
+const COMPARE_SPLIT: &str = "finds that date for one option alone";
+const LATER: &str = "Which film has the director who died later, Alpha or Beta?";
+
+fn film_corpus() -> StaticRetriever {
+    StaticRetriever::from_pairs(&[
+        ("Alpha", "Alpha is a 1950 film directed by Ann Roe, who died on 3 May 1970."),
+        ("Beta", "Beta is a 1948 film directed by Carl Moe, who died in 1961."),
+    ])
+}
+
+/// The option a compare-split prompt asks about: the text after its last `Option:`.
+fn split_option(prompt: &str) -> String {
+    prompt.rsplit("Option: ").next().unwrap_or("").lines().next().unwrap_or("").trim().to_string()
+}
+
+async fn ask_question(question: &str, options: StrategyOptions, llm: ScriptedLlm) -> Trace {
+    let s = build("toqd", &options).expect("known strategy");
+    let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), Recorder::new("q", "toqd"))
+        .with_retriever(Some(Arc::new(film_corpus()) as Arc<dyn Retriever>));
+    run(s.as_ref(), &ctx, question).await.expect("runs")
+}
+
+fn split_model() -> ScriptedLlm {
+    ScriptedLlm::new().on_fn(COMPARE_SPLIT, |prompt, _| format!("When did the director of {} die?", split_option(prompt)))
+}
+
+#[tokio::test]
+async fn a_dated_comparison_is_decided_by_the_dates_its_option_nodes_find() {
+    let llm = split_model().on_fn(WITH_CONTEXT, |prompt, _| {
+        let asked = prompt.rsplit("Question: ").next().unwrap_or("");
+        if asked.contains("Alpha") { "Ann Roe died on 3 May 1970." } else { "1961" }.into()
+    });
+    let t = ask_question(LATER, StrategyOptions::default(), llm).await;
+    assert_eq!(t.answer, "Alpha", "1970 is later than 1961");
+    let p = purposes(&t);
+    assert_eq!(p.iter().filter(|x| *x == "compare_split").count(), 2, "{p:?}");
+    for absent in ["read_question", "decompose", "summary"] {
+        assert!(!p.contains(&absent.to_string()), "{absent} in {p:?}");
+    }
+    assert_eq!(t.node("1").and_then(|n| n.answer.clone()).as_deref(), Some("Ann Roe died on 3 May 1970"));
+    let q = t.node("Q").expect("node Q");
+    assert_eq!(q.parents.len(), 2, "both option nodes reach Q");
+    let c = detail(q).comparison.expect("comparison recorded");
+    assert_eq!(c.dates, vec![Some("1970-05-03".to_string()), Some("1961".to_string())]);
+    assert_eq!(c.chosen.as_deref(), Some("Alpha"));
+    assert_eq!(t.confidence, Some(1.0));
+    assert!(t.rationale.as_deref().is_some_and(|r| r.contains("later")), "{:?}", t.rationale);
+}
+
+#[tokio::test]
+async fn an_undecided_comparison_is_summarised_and_only_the_options_vote() {
+    // The nodes find directors, not dates; three summaries name a director, two name Beta.
+    let llm = split_model()
+        .on(WITH_CONTEXT, "Carl Moe")
+        .on_fn(SUMMARY, |_, i| if i < 3 { "Answer: Carl Moe" } else { "Answer: Beta\nReason: Carl Moe died later." }.into());
+    let t = ask_question(LATER, StrategyOptions::default(), llm).await;
+    assert_eq!(t.answer, "Beta");
+    let d = detail(t.node("Q").expect("node Q"));
+    assert_eq!(d.comparison.and_then(|c| c.chosen), None);
+    let summary = d.summary.expect("summarised");
+    assert_eq!(summary.restricted_to, vec!["Alpha".to_string(), "Beta".to_string()]);
+    assert_eq!(t.rationale.as_deref(), Some("Carl Moe died later."));
+}
+
+#[tokio::test]
+async fn a_split_that_loses_its_option_plans_the_question_as_usual() {
+    let llm = ScriptedLlm::new()
+        .on(COMPARE_SPLIT, "When did he die?")
+        .on(DECOMPOSE, "1. Who directed Alpha?\n2. Who directed Beta?")
+        .on(CONSTRUCT, "1 -> Q\n2 -> Q")
+        .on(WITH_CONTEXT, "Ann Roe")
+        .on(SUMMARY, "Answer: Alpha");
+    let t = ask_question(LATER, StrategyOptions::default(), llm).await;
+    assert_eq!(t.answer, "Alpha");
+    assert!(t.repairs.iter().any(|r| r.rule == "compare_split_unusable"), "{:?}", t.repairs);
+    assert!(purposes(&t).contains(&"decompose".to_string()));
+}
+
+#[tokio::test]
+async fn comparisons_plan_like_any_question_with_compare_off() {
+    let llm = split_model()
+        .on(DECOMPOSE, "1. Who directed Alpha?\n2. Who directed Beta?")
+        .on(CONSTRUCT, "1 -> Q\n2 -> Q")
+        .on(WITH_CONTEXT, "Ann Roe")
+        .on(SUMMARY, "Answer: Ann Roe");
+    let off = with(StrategyOptions::default(), "compare", serde_json::json!(false));
+    let t = ask_question(LATER, off, llm).await;
+    assert!(!purposes(&t).contains(&"compare_split".to_string()));
+    assert_eq!(t.answer, "Ann Roe", "no restriction to the options either");
 }

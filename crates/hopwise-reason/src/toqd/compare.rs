@@ -1,0 +1,359 @@
+//! Questions that ask which of two named options comes first or last ("Which film came out first,
+//! A or B?"). Their answer is one of the options, so the final vote counts only readings that name
+//! one; and when the question compares dates, ToQD plans one node per option (the date that option
+//! stands for) and chooses by comparing the dates the nodes found. Small models find such facts
+//! reliably but compare them poorly: on dev traces the local 1.5B, given "died 1963" and "died
+//! 2006", often answered with the earlier film for "died later".
+
+use hopwise_core::text::normalize_answer;
+use hopwise_core::{Decision, Repair};
+
+use super::{capped, Plan, Toqd, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
+use crate::ctx::Ctx;
+use crate::details::{self, toqd::{ComparisonRecord, ToqdNode}};
+use crate::error::{ReasonError, Result};
+use crate::executor::Dag;
+use crate::protocol::{answer, is_question, GraphNode, Topology};
+use crate::strategy::Answer;
+use hopwise_core::trace::SINK;
+
+/// Which end of the dates the question asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// "first", "earlier", "older", …
+    Earliest,
+    /// "later", "more recently", "younger", …
+    Latest,
+}
+
+/// A question that names two options to choose between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comparison {
+    /// The options as the question writes them, in its order.
+    pub options: [String; 2],
+    /// Set when the question compares dates.
+    pub direction: Option<Direction>,
+}
+
+/// Words that ask for the earlier date or the later one. "older"/"younger" compare birth dates.
+const EARLIEST: &[&str] = &["first", "earlier", "earliest", "older", "oldest", "sooner", "before"];
+const LATEST: &[&str] = &["later", "latest", "last", "younger", "youngest", "recently", "recent", "newer", "newest", "after"];
+/// Longest option, in words: past it the split is not a list of two names.
+const MAX_OPTION_WORDS: usize = 12;
+
+impl Comparison {
+    /// Reads "<stem>, <A> or <B>?"; `None` for any other question.
+    pub fn parse(question: &str) -> Option<Self> {
+        let body = question.trim().strip_suffix('?')?.trim_end();
+        let (head, second) = body.rsplit_once(" or ")?;
+        let (stem, first) = head.rsplit_once(',')?;
+        let (first, second, stem) = (first.trim(), second.trim(), stem.trim());
+        let fits = |o: &str| !o.is_empty() && o.split_whitespace().count() <= MAX_OPTION_WORDS;
+        if stem.is_empty() || !fits(first) || !fits(second) || normalize_answer(first) == normalize_answer(second) {
+            return None;
+        }
+        let words: Vec<String> = stem
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let says = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        let direction = match (says(EARLIEST), says(LATEST)) {
+            (true, false) => Some(Direction::Earliest),
+            (false, true) => Some(Direction::Latest),
+            _ => None,
+        };
+        Some(Self { options: [first.to_string(), second.to_string()], direction })
+    }
+
+    /// The option `answer` names: the one it contains (or that contains it, when the answer is most
+    /// of that option's name); `None` when it names neither or both.
+    pub fn option_of(&self, answer: &str) -> Option<usize> {
+        let answer = normalize_answer(answer);
+        if answer.is_empty() {
+            return None;
+        }
+        let names: Vec<bool> = self
+            .options
+            .iter()
+            .map(|option| {
+                let option = normalize_answer(option);
+                !option.is_empty()
+                    && (has_words(&answer, &option) || (has_words(&option, &answer) && 2 * answer.len() >= option.len()))
+            })
+            .collect();
+        match names.as_slice() {
+            [true, false] => Some(0),
+            [false, true] => Some(1),
+            _ => None,
+        }
+    }
+
+    /// The option whose date is the earliest or latest, as the question asks; `None` without a
+    /// direction, or when the dates tie at the precision both give.
+    pub fn pick(&self, dates: [&PartialDate; 2]) -> Option<usize> {
+        let order = dates[0].compare(dates[1])?;
+        match (self.direction?, order) {
+            (_, std::cmp::Ordering::Equal) => None,
+            (Direction::Earliest, std::cmp::Ordering::Less) | (Direction::Latest, std::cmp::Ordering::Greater) => Some(0),
+            _ => Some(1),
+        }
+    }
+}
+
+impl Toqd {
+    /// The plan for a question that compares two options' dates: one node per option, asking for
+    /// that option's date, both independent of each other (both questions are written at once).
+    /// `None`, with a repair, when a written question is unusable (not a question, overlong, or
+    /// not about its own option): the question then plans like any other.
+    pub(super) async fn comparison_plan(&self, ctx: &Ctx, question: &str, comparison: &Comparison) -> Result<Option<Plan>> {
+        let split = |index: usize| {
+            let option = comparison.options[index].as_str();
+            async move {
+                let reply = ctx
+                    .complete_with(
+                        "compare_split",
+                        None,
+                        "toqd_compare_split",
+                        &[("question", question), ("option", option)],
+                        capped(ctx, REWRITE_TOKENS),
+                    )
+                    .await?;
+                Ok::<_, ReasonError>(answer::short_answer(&reply))
+            }
+        };
+        let (first, second) = futures::future::try_join(split(0), split(1)).await?;
+        let mut questions = Vec::with_capacity(2);
+        for (index, written) in [first, second].into_iter().enumerate() {
+            let written = match written.find('?') {
+                Some(end) => written[..=end].trim().to_string(),
+                None => written.trim().to_string(),
+            };
+            let usable = is_question(&written)
+                && hopwise_core::text::word_count(&written) as usize <= MAX_SUBQUESTION_WORDS
+                && comparison.option_of(&written) == Some(index);
+            if !usable {
+                ctx.rec().repair(Repair {
+                    stage: "compare".into(),
+                    rule: "compare_split_unusable".into(),
+                    detail: format!(
+                        "the question for `{}` came back as `{}`; planning the question as a whole",
+                        comparison.options[index],
+                        hopwise_core::text::truncate_words(&written, 16)
+                    ),
+                });
+                return Ok(None);
+            }
+            questions.push(written);
+        }
+        let topology = Topology {
+            n: 2,
+            edges: vec![(GraphNode::Sub(1), GraphNode::Sink), (GraphNode::Sub(2), GraphNode::Sink)],
+            repairs: Vec::new(),
+        };
+        Ok(Some(Plan { questions, topology }))
+    }
+
+    /// The answer the option nodes' dates give (nodes `1` and `2` of a comparison plan), recorded on
+    /// the sink; `None` when either node found no single date or the dates tie.
+    pub(super) fn decide(&self, ctx: &Ctx, comparison: &Comparison, dag: &Dag) -> Option<Answer> {
+        let direction = comparison.direction?;
+        let answers = dag.answers();
+        let answer_of = |id: &str| answers.iter().find(|(node, _, _)| node == id).map(|(_, _, a)| a.clone());
+        let dates = [answer_of("1"), answer_of("2")].map(|a| a.as_deref().and_then(PartialDate::find));
+        let chosen = match &dates {
+            [Some(a), Some(b)] => comparison.pick([a, b]),
+            _ => None,
+        };
+        let record = ComparisonRecord {
+            options: comparison.options.to_vec(),
+            direction,
+            dates: dates.iter().map(|d| d.map(|d| d.to_string())).collect(),
+            chosen: chosen.map(|i| comparison.options[i].clone()),
+        };
+        ctx.rec().update_node(SINK, |n| details::update(n, |d: &mut ToqdNode| d.comparison = Some(record)));
+        let index = chosen?;
+        let text = comparison.options[index].clone();
+        // As sure as the less sure of the two readings that found the dates.
+        let confidence = ["1", "2"]
+            .iter()
+            .map(|id| ctx.rec().node(id).and_then(|n| details::read::<ToqdNode>(&n)).and_then(|d| d.confidence))
+            .collect::<Option<Vec<f64>>>()
+            .and_then(|c| c.into_iter().reduce(f64::min));
+        if let Some(c) = confidence {
+            ctx.rec().set_confidence(c);
+        }
+        ctx.rec().update_node(SINK, |n| {
+            n.decision = Decision::Known;
+            n.answer = Some(text.clone());
+        });
+        let dated = |i: usize| format!("{} ({})", comparison.options[i], dates[i].map(|d| d.to_string()).unwrap_or_default());
+        let end = match direction {
+            Direction::Earliest => "earlier",
+            Direction::Latest => "later",
+        };
+        Some(Answer { text, rationale: Some(format!("{} is {end} than {}.", dated(index), dated(1 - index))) })
+    }
+}
+
+fn has_words(long: &str, short: &str) -> bool {
+    format!(" {long} ").contains(&format!(" {short} "))
+}
+
+/// A date to the precision an answer gives it: a year, a month of a year, or a day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartialDate {
+    pub year: i32,
+    pub month: Option<u8>,
+    pub day: Option<u8>,
+}
+
+const MONTHS: [&str; 12] =
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+
+impl PartialDate {
+    /// The one date `answer` gives ("1963", "19 January 1963", "January 19, 1963", "died in 1963").
+    /// `None` when it names no year, or years that differ ("1899–1975"): which one the question
+    /// compares is then unclear.
+    pub fn find(answer: &str) -> Option<Self> {
+        let tokens: Vec<String> = answer
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|t| !t.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let mut found: Option<PartialDate> = None;
+        for (i, token) in tokens.iter().enumerate() {
+            let Some(year) = year_of(token) else { continue };
+            let before = |back: usize| i.checked_sub(back).and_then(|j| tokens.get(j)).map(String::as_str);
+            let (month, day) = match (before(2), before(1)) {
+                (Some(d), Some(m)) if month_of(m).is_some() && day_of(d).is_some() => (month_of(m), day_of(d)),
+                (Some(m), Some(d)) if month_of(m).is_some() && day_of(d).is_some() => (month_of(m), day_of(d)),
+                (_, Some(m)) if month_of(m).is_some() => (month_of(m), None),
+                _ => (None, None),
+            };
+            let date = PartialDate { year, month, day };
+            match found {
+                Some(earlier) if earlier.year != year => return None,
+                // Keep the most precise mention of the same year.
+                Some(earlier) if earlier.month.is_some() && date.month.is_none() => {}
+                _ => found = Some(date),
+            }
+        }
+        found
+    }
+
+    /// Orders two dates at the precision both give; `None` when they agree as far as both go but one
+    /// says more (1963 against 19 January 1963 cannot be ordered).
+    pub fn compare(&self, other: &PartialDate) -> Option<std::cmp::Ordering> {
+        use std::cmp::Ordering::Equal;
+        let by_year = self.year.cmp(&other.year);
+        if by_year != Equal {
+            return Some(by_year);
+        }
+        let by_month = match (self.month, other.month) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            (None, None) => return Some(Equal),
+            _ => return None,
+        };
+        if by_month != Equal {
+            return Some(by_month);
+        }
+        match (self.day, other.day) {
+            (Some(a), Some(b)) => Some(a.cmp(&b)),
+            (None, None) => Some(Equal),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for PartialDate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.month, self.day) {
+            (Some(m), Some(d)) => write!(f, "{:04}-{m:02}-{d:02}", self.year),
+            (Some(m), None) => write!(f, "{:04}-{m:02}", self.year),
+            _ => write!(f, "{:04}", self.year),
+        }
+    }
+}
+
+fn year_of(token: &str) -> Option<i32> {
+    (token.len() == 4).then(|| token.parse::<i32>().ok()).flatten().filter(|y| (1000..=2100).contains(y))
+}
+
+fn month_of(token: &str) -> Option<u8> {
+    // A month's name or its first three letters or more ("Jan", "Sept").
+    MONTHS.iter().position(|m| token.len() >= 3 && m.starts_with(token)).map(|i| i as u8 + 1)
+}
+
+fn day_of(token: &str) -> Option<u8> {
+    let digits = token.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    digits.parse::<u8>().ok().filter(|d| (1..=31).contains(d) && digits.len() <= 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn date(s: &str) -> PartialDate {
+        PartialDate::find(s).unwrap_or_else(|| panic!("no date in {s:?}"))
+    }
+
+    #[test]
+    fn reads_the_options_and_the_direction() {
+        let c = Comparison::parse("Which film has the director who died later, Majhli Didi or Dream Of The Rhine?").expect("a comparison");
+        assert_eq!(c.options, ["Majhli Didi".to_string(), "Dream Of The Rhine".to_string()]);
+        assert_eq!(c.direction, Some(Direction::Latest));
+        let c = Comparison::parse("Who was born first, Arthur Conan Doyle or Penelope Lively?").expect("a comparison");
+        assert_eq!(c.direction, Some(Direction::Earliest));
+        let c = Comparison::parse("Which film was released more recently, Osmondagi Bolalar or Mcdull: Rise Of The Rice Cooker?")
+            .expect("a comparison");
+        assert_eq!(c.options[1], "Mcdull: Rise Of The Rice Cooker");
+        assert_eq!(c.direction, Some(Direction::Latest));
+        let c = Comparison::parse("Which is taller, the Eiffel Tower or Big Ben?").expect("options without dates");
+        assert_eq!(c.direction, None);
+        assert_eq!(Comparison::parse("Who directed Jaws?"), None);
+        assert_eq!(Comparison::parse("Is Jaws or Alien older?"), None, "no comma before the options");
+        assert_eq!(Comparison::parse("Which came first, the chicken or the chicken?"), None);
+        let c = Comparison::parse("Which was released later in its first year, A or B?");
+        assert_eq!(c.and_then(|c| c.direction), None, "words for both ends decide nothing");
+    }
+
+    #[test]
+    fn an_answer_names_one_option_or_none() {
+        let c = Comparison::parse("Which film came out first, Love In A Fallen City (Film) or Mummy'S Boys?").expect("parsed");
+        assert_eq!(c.option_of("Mummy's Boys"), Some(1));
+        assert_eq!(c.option_of("The film Love in a Fallen City (film), released in 1984"), Some(0));
+        assert_eq!(c.option_of("Love In A Fallen City"), Some(0), "most of the option's name");
+        assert_eq!(c.option_of("Fred Guiol"), None);
+        assert_eq!(c.option_of("film"), None, "a word of the option is not the option");
+        assert_eq!(c.option_of("Mummy's Boys and Love In A Fallen City (Film)"), None, "both");
+    }
+
+    #[test]
+    fn finds_the_one_date_an_answer_gives() {
+        assert_eq!(date("1963"), PartialDate { year: 1963, month: None, day: None });
+        assert_eq!(date("19 January 1963"), PartialDate { year: 1963, month: Some(1), day: Some(19) });
+        assert_eq!(date("January 19th, 1963"), PartialDate { year: 1963, month: Some(1), day: Some(19) });
+        assert_eq!(date("He died in May 1963 in Rome"), PartialDate { year: 1963, month: Some(5), day: None });
+        assert_eq!(date("1963 (19 January 1963)").day, Some(19), "the more precise mention");
+        assert_eq!(PartialDate::find("1899–1975"), None, "two years: which one is compared is unclear");
+        assert_eq!(PartialDate::find("Hrishikesh Mukherjee"), None);
+        assert_eq!(PartialDate::find("12345 people"), None);
+    }
+
+    #[test]
+    fn picks_the_earliest_or_latest_at_the_precision_both_give() {
+        let later = Comparison::parse("Which film has the director who died later, A or B?").expect("parsed");
+        let first = Comparison::parse("Who was born first, A or B?").expect("parsed");
+        let (a, b) = (date("2006"), date("1963"));
+        assert_eq!(later.pick([&a, &b]), Some(0));
+        assert_eq!(first.pick([&a, &b]), Some(1));
+        let (a, b) = (date("3 May 1963"), date("19 January 1963"));
+        assert_eq!(first.pick([&a, &b]), Some(1));
+        assert_eq!(first.pick([&date("1963"), &date("19 January 1963")]), None, "same year, one says more");
+        assert_eq!(first.pick([&date("1963"), &date("1963")]), None, "a tie");
+        let taller = Comparison::parse("Which is taller, A or B?").expect("parsed");
+        assert_eq!(taller.pick([&a, &b]), None, "no direction");
+    }
+}
