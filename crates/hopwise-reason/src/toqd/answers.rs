@@ -7,10 +7,31 @@ use crate::hgot::vote::{weighted_vote, Vote};
 use crate::protocol as parse;
 use crate::protocol::answer;
 
-/// A node's answer from one reply, or `None` when it gives none: the `NO!` sentinel or a hedge, or a
-/// bare yes/no to a question that is not a yes/no question. A reply such as "Yes, Neil Peart was …"
-/// to a wh-question keeps what follows the yes (small models open with it).
+/// A node's answer from one reply, or `None` when it gives none: the `NO!` sentinel or a hedge, a
+/// bare yes/no to a question that is not a yes/no question, or, to a question that asks when, an
+/// answer with no number in it (a small model often answers "When was the director of X born?" with
+/// the director's name: a step of the way, not the date). A reply such as "Yes, Neil Peart was …" to
+/// a wh-question keeps what follows the yes (small models open with it).
 pub fn read_node_answer(question: &str, reply: &str) -> Option<String> {
+    read_any_answer(question, reply).filter(|answer| !asks_when(question) || answer.chars().any(|c| c.is_ascii_digit()))
+}
+
+/// Whether `question` asks for a date or year ("When …", "In what year …", "On which date …").
+pub fn asks_when(question: &str) -> bool {
+    let lower = question.trim_start().to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().take(3).collect();
+    match words.as_slice() {
+        ["when", ..] => true,
+        ["in" | "on", "what" | "which", second, ..] | ["what" | "which", second, ..] => {
+            matches!(second.trim_end_matches(|c: char| !c.is_alphanumeric()), "year" | "date")
+        }
+        _ => false,
+    }
+}
+
+/// [`read_node_answer`] without the check that a "when" question got a number: what the reply
+/// names, whatever it is.
+pub fn read_any_answer(question: &str, reply: &str) -> Option<String> {
     if parse::is_unanswered(reply) {
         return None;
     }
@@ -138,6 +159,19 @@ mod tests {
         assert_eq!(read_node_answer("Is Rush Canadian?", "Yes.").as_deref(), Some("Yes"));
         assert_eq!(read_node_answer("Is Rush Canadian?", "No, it is not.").as_deref(), Some("No, it is not"));
         assert_eq!(read_node_answer(q, "Nobody knows").as_deref(), Some("Nobody knows"), "not a yes/no prefix");
+    }
+
+    #[test]
+    fn a_question_that_asks_when_needs_a_number_in_its_answer() {
+        let q = "When was the director of Night Ferry born?";
+        assert_eq!(read_node_answer(q, "Carl Boese"), None, "a step of the way, not the date");
+        assert_eq!(read_any_answer(q, "Carl Boese").as_deref(), Some("Carl Boese"));
+        assert_eq!(read_node_answer(q, "26 August 1887").as_deref(), Some("26 August 1887"));
+        assert_eq!(read_node_answer(q, "in the 1960s").as_deref(), Some("in the 1960s"));
+        assert!(asks_when("In what year did Rush form?") && asks_when("On which date was it signed?"));
+        assert!(asks_when("What year was Jaws released?"));
+        assert!(!asks_when("What is the name of the director?") && !asks_when("Who was born first?"));
+        assert_eq!(read_node_answer("Who directed Jaws?", "Steven Spielberg").as_deref(), Some("Steven Spielberg"));
     }
 
     #[test]

@@ -39,6 +39,18 @@ pub struct Comparison {
 /// Words that ask for the earlier date or the later one. "older"/"younger" compare birth dates.
 const EARLIEST: &[&str] = &["first", "earlier", "earliest", "older", "oldest", "sooner", "before"];
 const LATEST: &[&str] = &["later", "latest", "last", "younger", "youngest", "recently", "recent", "newer", "newest", "after"];
+/// Kinds of dated event a comparison names, each as the word starts that name it; a question
+/// written for one option must keep the event its comparison names ("died earlier" is not "born").
+const EVENTS: &[&[&str]] = &[
+    &["die", "death", "dead"],
+    &["born", "birth"],
+    &["releas"],
+    &["found", "establish"],
+    &["publish"],
+    &["form"],
+    &["open"],
+    &["marri"],
+];
 /// Longest option, in words: past it the split is not a list of two names.
 const MAX_OPTION_WORDS: usize = 12;
 
@@ -65,6 +77,18 @@ impl Comparison {
             _ => None,
         };
         Some(Self { options: [first.to_string(), second.to_string()], direction })
+    }
+
+    /// Whether `written` (a question for one option) keeps the dated event of `question` (the
+    /// comparison), when `question` names one.
+    pub fn keeps_event(question: &str, written: &str) -> bool {
+        let words = |text: &str| -> Vec<String> {
+            text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+        };
+        let stem = question.rsplit_once(',').map_or(question, |(stem, _)| stem);
+        let (asked, wrote) = (words(stem), words(written));
+        let names = |ws: &[String], event: &[&str]| ws.iter().any(|w| event.iter().any(|e| w.starts_with(e)));
+        EVENTS.iter().filter(|event| names(&asked, event)).all(|event| names(&wrote, event))
     }
 
     /// The option `answer` names: the one it contains (or that contains it, when the answer is most
@@ -132,13 +156,14 @@ impl Toqd {
             };
             let usable = is_question(&written)
                 && hopwise_core::text::word_count(&written) as usize <= MAX_SUBQUESTION_WORDS
-                && comparison.option_of(&written) == Some(index);
+                && comparison.option_of(&written) == Some(index)
+                && Comparison::keeps_event(question, &written);
             if !usable {
                 ctx.rec().repair(Repair {
                     stage: "compare".into(),
                     rule: "compare_split_unusable".into(),
                     detail: format!(
-                        "the question for `{}` came back as `{}`; planning the question as a whole",
+                        "the question for `{}` came back as `{}` (not a question about it and the compared event); planning the question as a whole",
                         comparison.options[index],
                         hopwise_core::text::truncate_words(&written, 16)
                     ),
@@ -317,6 +342,16 @@ mod tests {
         assert_eq!(Comparison::parse("Which came first, the chicken or the chicken?"), None);
         let c = Comparison::parse("Which was released later in its first year, A or B?");
         assert_eq!(c.and_then(|c| c.direction), None, "words for both ends decide nothing");
+    }
+
+    #[test]
+    fn a_question_for_one_option_keeps_the_compared_event() {
+        let q = "Which film has the director died earlier, Payment On Demand or My Cousin From Warsaw?";
+        assert!(Comparison::keeps_event(q, "When did the director of Payment On Demand die?"));
+        assert!(!Comparison::keeps_event(q, "When was the director of Payment On Demand born?"));
+        let q = "Which film whose director is younger, Forbidden Ground or Free Guy?";
+        assert!(Comparison::keeps_event(q, "When was the director of Free Guy born?"), "no event named: any date");
+        assert!(Comparison::keeps_event("Which album was released first, A or B?", "When was A released?"));
     }
 
     #[test]

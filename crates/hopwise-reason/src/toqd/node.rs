@@ -4,7 +4,7 @@
 
 use hopwise_core::{Decision, GenParams, Passage, Repair};
 
-use super::answers::{comparable, leaf_query, read_node_answer, vote};
+use super::answers::{asks_when, comparable, leaf_query, read_any_answer, read_node_answer, vote};
 use super::options::NodeGate;
 use super::{capped, child_graph, QuestionState, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::{format_dialog, format_passages, Ctx};
@@ -26,6 +26,9 @@ pub(super) struct Reading {
     pub(super) answer: String,
     /// The vote share of `answer`; `None` for a single greedy reading.
     pub(super) confidence: Option<f64>,
+    /// For a question that asks when, what most samples named instead of a date (the director
+    /// rather than the director's birth date): where a search of the node's own should look next.
+    pub(super) lead: Option<String>,
 }
 
 impl Reading {
@@ -102,6 +105,7 @@ impl Toqd {
         }
 
         // The question's passages first (`evidence = question`): no search of the node's own.
+        let mut lead = None;
         if !state.evidence.is_empty() {
             let shared = state.evidence.clone();
             ctx.rec().update_node(id, |n| n.passages = shared);
@@ -109,9 +113,11 @@ impl Toqd {
                 "toqd_self_verify_context",
                 &[("passages", &format_passages(&state.evidence)), ("question", &question)],
             )?;
-            if let Some(settled) = self.read(ctx, id, "read_question_passages", &prompt, &question).await? {
+            let reading = self.sample_reading(ctx, id, "read_question_passages", &prompt, &question).await?;
+            if let Some(settled) = reading.accept(ctx, id, self.opts.min_confidence) {
                 return Ok(record(ctx, id, Decision::Retrieved, question, settled));
             }
+            lead = reading.lead;
         }
 
         // Retrieve with the node's own question, then read the passages; past `max_node_searches`
@@ -123,7 +129,16 @@ impl Toqd {
             ctx.rec().note(format!("node {id}: max_node_searches reached; answering from the question's passages"));
         }
         if may_search {
-            let query = if task.has_parents {
+            let query = if let Some(lead) = &lead {
+                // The passages led part of the way ("When was the director of X born?" read as the
+                // director): search for the rest with what they named.
+                ctx.rec().repair(Repair {
+                    stage: format!("retrieve:{id}"),
+                    rule: "query_follows_lead".into(),
+                    detail: format!("the question's passages named `{lead}` but no date; searched with it"),
+                });
+                format!("{question} {lead}")
+            } else if task.has_parents {
                 question.clone()
             } else {
                 let (query, filled) = leaf_query(&question, main_question);
@@ -199,8 +214,9 @@ impl Toqd {
                 capped(ctx, ANSWER_TOKENS),
             )
             .await?;
-        // Even forced, a model may still decline: keep no answer rather than the sentinel.
-        let answer = read_node_answer(&question, &reply).unwrap_or_default();
+        // Even forced, a model may still decline: keep no answer rather than the sentinel. What it
+        // names is kept even when a "when" question got no date: a fact for the summary.
+        let answer = read_any_answer(&question, &reply).unwrap_or_default();
         ctx.rec().update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
@@ -325,7 +341,8 @@ impl Toqd {
         if self.opts.samples <= 1 {
             let reply = ctx.chat(purpose, Some(id), prompt.to_string(), capped(ctx, ANSWER_TOKENS)).await?;
             let answer = read_node_answer(question, reply.text());
-            return Ok(Reading { answer: answer.clone().unwrap_or_default(), confidence: None, readings: vec![answer] });
+            let lead = lead_of(question, &[read_any_answer(question, reply.text())]);
+            return Ok(Reading { answer: answer.clone().unwrap_or_default(), confidence: None, readings: vec![answer], lead });
         }
         let params = GenParams {
             n: self.opts.samples,
@@ -338,9 +355,11 @@ impl Toqd {
         let replies: Vec<String> = reply.choices.iter().map(|c| c.text.clone()).collect();
         let readings: Vec<Option<String>> = replies.iter().map(|r| read_node_answer(question, r)).collect();
         let vote = vote(&readings);
+        let named: Vec<Option<String>> = replies.iter().map(|r| read_any_answer(question, r)).collect();
+        let lead = lead_of(question, &named);
         let detail = ReadingRecord { samples: replies, vote: vote.table.clone(), confidence: vote.confidence, accepted: None };
         ctx.rec().update_node(id, |n| details::update(n, |d: &mut ToqdNode| d.reading = Some(detail)));
-        Ok(Reading { answer: vote.answer, confidence: Some(vote.confidence), readings })
+        Ok(Reading { answer: vote.answer, confidence: Some(vote.confidence), readings, lead })
     }
 
     /// A decomposed node's answer from its children's dialog.
@@ -356,10 +375,21 @@ impl Toqd {
                 capped(ctx, ANSWER_TOKENS),
             )
             .await?;
-        let answer = read_node_answer(&question, &reply).unwrap_or_default();
+        let answer = read_any_answer(&question, &reply).unwrap_or_default();
         ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
         Ok(NodeOutcome::Answered { question, answer })
     }
+}
+
+/// What the samples of a "when" question named most often when it has no number in it.
+fn lead_of(question: &str, named: &[Option<String>]) -> Option<String> {
+    if !asks_when(question) {
+        return None;
+    }
+    let undated: Vec<Option<String>> =
+        named.iter().map(|a| a.clone().filter(|a| !a.chars().any(|c| c.is_ascii_digit()))).collect();
+    let top = vote(&undated).answer;
+    (!top.is_empty()).then_some(top)
 }
 
 /// Marks node `id` answered and returns the executor's outcome.

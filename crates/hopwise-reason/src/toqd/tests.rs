@@ -836,3 +836,31 @@ async fn comparisons_plan_like_any_question_with_compare_off() {
     assert!(!purposes(&t).contains(&"compare_split".to_string()));
     assert_eq!(t.answer, "Ann Roe", "no restriction to the options either");
 }
+
+#[tokio::test]
+async fn a_when_node_that_found_a_name_searches_with_it() {
+    // Beta's node first reads the director's name (no date): that reading does not answer "when",
+    // and the node's own search adds the name to its query; the next reading finds the year.
+    let beta_readings = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = beta_readings.clone();
+    let llm = ScriptedLlm::new()
+        .on_fn(COMPARE_SPLIT, |prompt, _| format!("When was the director of {} born?", split_option(prompt)))
+        .on_fn(WITH_CONTEXT, move |prompt, i| {
+            let asked = prompt.rsplit("Question: ").next().unwrap_or("");
+            if asked.contains("Alpha") {
+                return "1921".into();
+            }
+            // Which of Beta's requests this is: sample 0 opens a request.
+            let request = if i == 0 {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+            } else {
+                seen.load(std::sync::atomic::Ordering::SeqCst)
+            };
+            if request == 1 { "Carl Moe" } else { "1901" }.into()
+        });
+    let t = ask_question("Which film has the director who was born first, Alpha or Beta?", StrategyOptions::default(), llm).await;
+    let repair = t.repairs.iter().find(|r| r.rule == "query_follows_lead").expect("the search followed the name");
+    assert!(repair.detail.contains("Carl Moe"), "{}", repair.detail);
+    assert_eq!(t.node("2").and_then(|n| n.answer.clone()).as_deref(), Some("1901"));
+    assert_eq!(t.answer, "Beta", "1901 is earlier than 1921");
+}
