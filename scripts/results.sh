@@ -124,9 +124,17 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
   started="$(date -u +%Y-%m-%dT%H:%M:%SZ)" before="$(done_rows "$out")"
   # A failed row (a backend error, say) is reported and the next row runs; its finished lines stay.
   # --no-cache: the seconds and tokens of a row are what its calls cost, not replays of earlier runs.
+  # Stopped by a signal, the row still records the session that advanced it (the eval, in its own
+  # process group, is stopped too; its finished lines are already written).
+  trap 'kill -TERM -- "-$eval_pid" 2>/dev/null || true; wait "$eval_pid" || true; record_session "$out" "$started" "$before"; exit 143' TERM INT
+  set -m
   nice -n 10 "$bin" --model "$model" eval --json --dataset "$dataset" --strategy "$strategy" \
     "${opts[@]}" --index "$index" --limit "$limit" --concurrency "$concurrency" --no-cache \
-    --out "$out" --time-budget "${left}s" </dev/null || echo "results.sh: $dataset/$row stopped with an error" >&2
+    --out "$out" --time-budget "${left}s" </dev/null &
+  eval_pid=$!
+  set +m
+  wait "$eval_pid" || echo "results.sh: $dataset/$row stopped with an error" >&2
+  trap - TERM INT
   record_session "$out" "$started" "$before"
 done < results/plan.tsv
 
