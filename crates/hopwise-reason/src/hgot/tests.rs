@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::citations::tests::WordNli;
 use super::*;
 use crate::ctx::Budget;
-use crate::details::hgot::{EdgesFrom, HgotNode, HgotTrace, SigmaEntry, StopDetail, StopReason};
+use crate::details::hgot::{EdgesFrom, HgotNode, HgotTrace, SigmaEntry, StopDetail, StopReason, StopRecord};
 use crate::strategy::{build, run, StrategyOptions};
 
 const QUESTION: &str = "Where was the director of Jaws born?";
@@ -121,12 +121,14 @@ async fn answer_with(opts: Value, ctx: &Ctx) -> Trace {
     run(strategy.as_ref(), ctx, QUESTION).await.expect("trace")
 }
 
-fn extra<'a>(trace: &'a Trace, node: &str, path: &[&str]) -> &'a Value {
-    let mut v = &trace.node(node).unwrap_or_else(|| panic!("node {node}")).extra;
-    for key in path {
-        v = &v[*key];
-    }
-    v
+/// The STOP decision recorded on node `node`.
+fn stop(trace: &Trace, node: &str) -> StopRecord {
+    node_detail(trace, node).stop.unwrap_or_else(|| panic!("node {node} recorded no STOP decision"))
+}
+
+/// HGOT's trace-level detail.
+fn trace_detail(trace: &Trace) -> HgotTrace {
+    serde_json::from_value(trace.extra.clone()).expect("HGOT's trace detail")
 }
 
 /// A node's HGOT detail.
@@ -199,7 +201,7 @@ async fn end_to_end_hierarchy_votes_and_passage_scores() {
 
     // σ history: the root retrieved p1 (2 shared words) then p0 (1) → σ0 = 1, 0.5; both are cited
     // by both good thoughts → ν̄ = 1; σ1 = 0.2·σ0 + 0.55 + 0.25·CI.
-    let recorded: HgotTrace = serde_json::from_value(trace.extra.clone()).expect("HGOT's trace detail");
+    let recorded = trace_detail(&trace);
     let entry = |node: &str, stage: &str, passage: &str| {
         recorded.sigma_history.iter().find_map(|h| match h {
             SigmaEntry::Update { node: n, stage: s, passage: p, sigma, .. }
@@ -243,11 +245,11 @@ async fn alpha_only_reduces_to_self_consistency() {
     let llm = ScriptedLlm::new().on_fn("", scenario);
     let ctx = context(&llm, Some(Arc::new(WordNli)));
     let trace = answer_with(serde_json::json!({ "alpha": 1.0, "beta": 0.0, "gamma": 0.0, "max_depth": 0 }), &ctx).await;
-    let votes = extra(&trace, "Q", &["probe", "votes"]).as_array().expect("votes");
-    assert_eq!(votes[0]["weight"], 3.0);
-    assert_eq!(votes[1]["weight"], 2.0);
-    assert!(close(extra(&trace, "Q", &["probe", "confidence"]).as_f64().unwrap_or(0.0), 0.6));
-    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "max_depth");
+    let probe = node_detail(&trace, "Q").probe.expect("the probe's vote");
+    assert_eq!(probe.votes[0].weight, 3.0);
+    assert_eq!(probe.votes[1].weight, 2.0);
+    assert!(close(probe.confidence, 0.6));
+    assert_eq!(stop(&trace, "Q").reason, StopReason::MaxDepth);
     assert_eq!(trace.nodes.len(), 1, "max_depth 0 answers from the probe alone");
     assert_eq!(trace.stats.llm_calls, 1);
 }
@@ -297,7 +299,7 @@ async fn bad_plans_are_repaired_and_recorded() {
     for rule in ["unreadable_dependencies", "drop_forward_dependency", "drop_self_dependency"] {
         assert!(r.contains(&rule), "{rule} missing from {r:?}");
     }
-    assert_eq!(extra(&trace, "Q", &["plan", "edges"]), &serde_json::json!([]));
+    assert_eq!(node_detail(&trace, "Q").plan.and_then(|p| p.edges), Some(vec![]));
     assert!(trace.node("1").is_some_and(|n| n.answer.is_some()) && trace.node("2").is_some_and(|n| n.answer.is_some()));
 
     // Unparseable dependency text everywhere (and no formalising): independent steps, recorded.
@@ -323,7 +325,7 @@ async fn the_llm_judge_is_used_without_an_nli_backend() {
         .count() as u64;
     assert_eq!(judge_calls, 2, "two distinct (premise, claim) pairs");
     assert_eq!(trace.stats.nli_calls, 2);
-    assert!(trace.extra["nli"].as_str().is_some_and(|n| n.starts_with("llm-judge:")));
+    assert!(trace_detail(&trace).nli.starts_with("llm-judge:"));
 }
 
 #[tokio::test]
@@ -331,7 +333,7 @@ async fn no_expansion_budget_answers_from_the_probe() {
     let llm = ScriptedLlm::new().on_fn("", scenario);
     let ctx = context(&llm, Some(Arc::new(WordNli))).with_budget(Budget { r_max: 0, ..Budget::default() });
     let trace = answer_with(serde_json::json!({}), &ctx).await;
-    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "r_max");
+    assert_eq!(stop(&trace, "Q").reason, StopReason::RMax);
     assert_eq!((trace.stats.llm_calls, trace.nodes.len()), (1, 1));
     assert_eq!(trace.answer, "Cincinnati");
 }
@@ -343,7 +345,7 @@ async fn a_budget_cut_degrades_to_the_probe_answer() {
     let trace = answer_with(serde_json::json!({}), &ctx).await;
     assert_eq!(trace.answer, "Cincinnati", "the probe's vote stands");
     assert!(trace.best_effort);
-    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "plan_failed");
+    assert_eq!(stop(&trace, "Q").reason, StopReason::PlanFailed);
 }
 
 struct FixedEmbedder;
@@ -369,9 +371,10 @@ async fn stop_uses_the_embedder_when_there_is_one() {
         ScriptedLlm::new().on(PLAN, "Step 1: Who was the director of Jaws, and where was he born?").on_fn("", scenario);
     let ctx = context(&llm, Some(Arc::new(WordNli))).with_embedder(Some(Arc::new(FixedEmbedder)));
     let trace = answer_with(serde_json::json!({}), &ctx).await;
-    assert_eq!(extra(&trace, "Q", &["stop", "reason"]), "single_step");
-    assert_eq!(extra(&trace, "Q", &["stop", "detail", "method"]), "embedding:fixed");
-    assert_eq!(extra(&trace, "Q", &["stop", "detail", "similarity"]), 1.0);
+    assert_eq!(stop(&trace, "Q").reason, StopReason::SingleStep);
+    let Some(StopDetail::Similarity(test)) = stop(&trace, "Q").detail else { panic!("no similarity test recorded") };
+    assert_eq!(test.method, "embedding:fixed");
+    assert_eq!(test.similarity, 1.0);
     assert!(trace.notes.iter().any(|n| n.starts_with("STOP similarity: embedding:fixed")));
     assert_eq!(trace.nodes.len(), 1);
 }
@@ -397,7 +400,7 @@ async fn demonstrations_are_selected_into_the_prompts() {
     let plan = calls.iter().find(|c| c.contains(PLAN)).expect("plan prompt");
     assert!(plan.contains("Step 2: Where was he born?"));
     assert!(trace.notes.iter().any(|n| n.contains("word overlap")), "no embedder: lexical kNN, noted");
-    assert_eq!(trace.extra["demonstrations"]["pool"], 2);
+    assert_eq!(trace_detail(&trace).demonstrations.map(|d| d.pool), Some(2));
 
     assert!(build("hgot", &options(serde_json::json!({ "demonstrations": dir.path().join("missing.jsonl") }))).is_err());
     assert!(build("hgot", &options(serde_json::json!({ "samples": 0 }))).is_err());
@@ -418,6 +421,6 @@ async fn separate_sampling_sends_one_request_per_sample() {
         .collect();
     assert_eq!(probes, vec![1, 1, 1, 1, 1]);
     // Same samples (the script answers by sample index 0 each time), so all five agree.
-    assert_eq!(extra(&trace, "Q", &["probe", "confidence"]), 1.0);
+    assert_eq!(node_detail(&trace, "Q").probe.map(|p| p.confidence), Some(1.0));
     assert_eq!(trace.answer, "Cincinnati");
 }

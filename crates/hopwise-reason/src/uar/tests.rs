@@ -83,8 +83,18 @@ async fn answer(
     run(s.as_ref(), &ctx, "Where was the director of Film X born?").await.expect("trace")
 }
 
-fn extra<'a>(trace: &'a Trace, id: &str, key: &str) -> &'a Value {
-    trace.node(id).map(|n| &n.extra[key]).unwrap_or(&Value::Null)
+/// Step `id`'s sentence-loop detail, read through the typed record.
+fn step(trace: &Trace, id: &str) -> SentenceNode {
+    let node = trace.node(id).unwrap_or_else(|| panic!("no node {id}"));
+    details::read(node).unwrap_or_else(|| panic!("node {id} has no sentence detail: {}", node.extra))
+}
+
+/// What the uncertainty gate recorded on step `id`: samples, similarity source and `U`.
+fn measured(trace: &Trace, id: &str) -> (Vec<String>, String, f64) {
+    match step(trace, id).gate {
+        StepGate::Uncertainty { samples, similarity_source, uncertainty, .. } => (samples, similarity_source, uncertainty),
+        other => panic!("step {id} was not gated by uncertainty: {other:?}"),
+    }
 }
 
 /// The first step's prompt has no sentences yet; the second one has.
@@ -113,9 +123,9 @@ async fn agreeing_samples_accept_without_retrieval() {
     assert_eq!(trace.stats.steps, 2);
     assert_eq!(trace.stats.retrieval_rounds, 0);
     assert!(retriever.queries().is_empty());
-    assert_eq!(extra(&trace, "1", "decision"), "accept");
-    assert_eq!(extra(&trace, "1", "uncertainty").as_f64(), Some(0.0));
-    assert_eq!(extra(&trace, "1", "samples").as_array().map(Vec::len), Some(5));
+    assert_eq!(step(&trace, "1").decision, StepDecision::Accept);
+    assert_eq!(Some(measured(&trace, "1").2), Some(0.0));
+    assert_eq!(Some(measured(&trace, "1").0.len()), Some(5));
     assert_eq!(trace.node("2").map(|n| n.parents.clone()), Some(vec!["1".to_string()]));
     assert!(trace.edges.iter().any(|e| e.from == "2" && e.to == "Q"));
     assert!(!trace.best_effort);
@@ -180,10 +190,10 @@ async fn retrieves_exactly_when_uncertainty_exceeds_the_threshold() {
         let retriever = Arc::new(RecordingRetriever::default());
         let opts = serde_json::json!({ "samples": 4, "threshold": threshold, "max_steps": 1 });
         let trace = answer("uar", opts, &llm, retriever.clone(), None).await;
-        let got = extra(&trace, "1", "uncertainty").as_f64().expect("U");
+        let got = measured(&trace, "1").2;
         assert!((got - u).abs() < 1e-12);
         assert_eq!(trace.stats.retrieval_rounds == 1, expect_retrieval, "θ = {threshold}, U = {u}");
-        assert_eq!(extra(&trace, "1", "decision"), if expect_retrieval { "retrieve" } else { "accept" });
+        assert_eq!(step(&trace, "1").decision, if expect_retrieval { StepDecision::Retrieve } else { StepDecision::Accept });
     }
 }
 
@@ -210,9 +220,9 @@ async fn all_empty_samples_count_as_maximal_uncertainty() {
     });
     let retriever = Arc::new(RecordingRetriever::default());
     let trace = answer("uar", serde_json::json!({}), &llm, retriever, None).await;
-    assert_eq!(extra(&trace, "1", "similarity_source"), "degenerate-samples");
-    assert_eq!(extra(&trace, "1", "uncertainty").as_f64(), Some(0.8));
-    assert_eq!(extra(&trace, "1", "decision"), "retrieve");
+    assert_eq!(measured(&trace, "1").1, "degenerate-samples");
+    assert_eq!(Some(measured(&trace, "1").2), Some(0.8));
+    assert_eq!(step(&trace, "1").decision, StepDecision::Retrieve);
     assert_eq!(trace.answer, "Lyon");
 }
 
@@ -228,8 +238,8 @@ async fn nli_similarity_uses_the_judge() {
     });
     let retriever = Arc::new(RecordingRetriever::default());
     let trace = answer("uar", serde_json::json!({ "uncertainty": "deg-nli" }), &llm, retriever, None).await;
-    assert_eq!(extra(&trace, "1", "similarity_source"), "nli");
-    assert_eq!(extra(&trace, "1", "uncertainty").as_f64(), Some(0.0));
+    assert_eq!(measured(&trace, "1").1, "nli");
+    assert_eq!(Some(measured(&trace, "1").2), Some(0.0));
     assert_eq!(trace.stats.retrieval_rounds, 0);
     assert_eq!(trace.stats.nli_calls, 20, "5 distinct samples, 20 ordered pairs; step 2 agrees textually");
     let judge_calls = llm.calls().iter().filter(|c| c.contains("Statement A:")).count();
@@ -291,8 +301,8 @@ async fn semantic_sets_count_classes_from_the_judge() {
         .on_fn(NEXT, |p, i| if p.contains(PASSAGE) { "So the answer is: Lyon.".into() } else { distinct_sentence(i) });
     let retriever = Arc::new(RecordingRetriever::default());
     let trace = answer("uar", serde_json::json!({ "uncertainty": "numsets" }), &llm, retriever, None).await;
-    assert_eq!(extra(&trace, "1", "uncertainty").as_f64(), Some(3.0));
-    assert_eq!(extra(&trace, "1", "decision"), "retrieve");
+    assert_eq!(Some(measured(&trace, "1").2), Some(3.0));
+    assert_eq!(step(&trace, "1").decision, StepDecision::Retrieve);
     assert_eq!(trace.stats.retrieval_rounds, 1);
 }
 
@@ -308,14 +318,14 @@ async fn nli_failure_falls_back_to_jaccard_and_says_so() {
     let retriever = Arc::new(RecordingRetriever::default());
     let nli: Arc<dyn Nli> = Arc::new(FailingNli);
     let trace = answer("uar", serde_json::json!({ "uncertainty": "deg-nli" }), &llm, retriever, Some(nli)).await;
-    assert_eq!(extra(&trace, "1", "similarity_source"), "jaccard-fallback");
+    assert_eq!(measured(&trace, "1").1, "jaccard-fallback");
     assert!(
         trace.notes.iter().any(|n| n.contains("fell back to Jaccard") && n.contains("judge down")),
         "{:?}",
         trace.notes
     );
-    assert_eq!(extra(&trace, "1", "uncertainty").as_f64(), Some(0.8));
-    assert_eq!(extra(&trace, "1", "decision"), "retrieve");
+    assert_eq!(Some(measured(&trace, "1").2), Some(0.8));
+    assert_eq!(step(&trace, "1").decision, StepDecision::Retrieve);
     assert_eq!(trace.answer, "Lyon");
 }
 
@@ -351,9 +361,9 @@ async fn eccentricity_with_nli_similarity_and_defaults() {
     let retriever = Arc::new(RecordingRetriever::default());
     let opts = serde_json::json!({ "uncertainty": "ecc", "similarity": "nli" });
     let trace = answer("uar", opts, &llm, retriever, None).await;
-    let u = extra(&trace, "1", "uncertainty").as_f64().expect("U");
+    let u = measured(&trace, "1").2;
     assert!((u - 3.0).abs() < 1e-6, "ten mutually contradicting samples: √9 = 3, got {u}");
-    assert_eq!(extra(&trace, "1", "decision"), "retrieve");
+    assert_eq!(step(&trace, "1").decision, StepDecision::Retrieve);
 }
 
 #[tokio::test]
@@ -379,7 +389,7 @@ async fn always_retrieve_uses_the_temporary_sentence_or_the_subquery() {
     let trace = answer("always-retrieve-subquery", serde_json::json!({}), &script(), retriever.clone(), None).await;
     assert_eq!(retriever.queries(), vec!["Who directed Film X?", "Who directed Film X?"]);
     assert_eq!(trace.stats.retrieval_rounds, 2);
-    assert_eq!(extra(&trace, "2", "query_source"), "subquery");
+    assert!(matches!(step(&trace, "2").gate, StepGate::Always { query_source: QuerySource::Subquery }));
 
     let retriever = Arc::new(RecordingRetriever::default());
     let opts = serde_json::json!({ "query": "subquery", "initial_retrieval": true });
@@ -404,7 +414,7 @@ async fn flare_instruct_searches_when_the_model_asks() {
     assert_eq!(retriever.queries(), vec!["Who directed Film X?"]);
     assert_eq!(trace.node("1").and_then(|n| n.answer.clone()).as_deref(), Some("Film X was directed by Jane Doe."));
     assert_eq!((trace.stats.steps, trace.stats.retrieval_rounds), (2, 1));
-    assert_eq!(extra(&trace, "2", "decision"), "accept");
+    assert_eq!(step(&trace, "2").decision, StepDecision::Accept);
     assert_eq!(trace.answer, "Lyon");
 }
 
@@ -506,7 +516,7 @@ async fn a_backend_that_ignores_n_is_asked_for_the_rest() {
         .with_retriever(Some(Arc::new(RecordingRetriever::default())));
     let s = build("uar", &StrategyOptions::default()).expect("valid");
     let trace = run(s.as_ref(), &ctx, "Q?").await.expect("trace");
-    assert_eq!(extra(&trace, "1", "samples").as_array().map(Vec::len), Some(5));
+    assert_eq!(Some(measured(&trace, "1").0.len()), Some(5));
     // One temporary sentence plus five one-choice sample requests.
     assert_eq!(script.calls().len(), 6);
     assert_eq!(trace.answer, "Lyon");
@@ -528,8 +538,8 @@ async fn an_empty_temporary_sentence_gives_way_to_the_agreeing_samples() {
     let opts = serde_json::json!({ "initial_retrieval": true });
     let trace = answer("uar", opts, &llm, retriever.clone(), None).await;
     assert_eq!(trace.node("1").and_then(|n| n.answer.clone()).as_deref(), Some("Film X was directed by Jane Doe."));
-    assert_eq!(extra(&trace, "1", "temporary"), "");
-    assert_eq!(extra(&trace, "1", "decision"), "accept");
+    assert_eq!(step(&trace, "1").temporary, "");
+    assert_eq!(step(&trace, "1").decision, StepDecision::Accept);
     assert!(trace.notes.iter().any(|n| n.contains("initial retrieval failed")), "{:?}", trace.notes);
     assert_eq!(retriever.queries().len(), 1);
     assert_eq!(trace.answer, "Lyon");
