@@ -11,7 +11,7 @@ use hopwise_core::{Decision, Repair};
 use super::{capped, Plan, Toqd, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::Ctx;
 use crate::details::{self, toqd::{ComparisonRecord, ToqdNode}};
-use crate::error::{ReasonError, Result};
+use crate::error::Result;
 use crate::executor::Dag;
 use crate::protocol::{answer, is_question, GraphNode, Topology};
 use crate::strategy::Answer;
@@ -128,56 +128,60 @@ impl Comparison {
 
 impl Toqd {
     /// The plan for a question that compares two options' dates: one node per option, asking for
-    /// that option's date, both independent of each other (both questions are written at once).
-    /// `None`, with a repair, when a written question is unusable (not a question, overlong, or
-    /// not about its own option): the question then plans like any other.
+    /// that option's date, independent of each other. The model writes the first option's question
+    /// and the second one's is the same question with the other option in it (the two are symmetric
+    /// by construction, and a small model writing both confused the options); when the first comes
+    /// back unusable (not a question, overlong, not about its option, or without the compared
+    /// event), the second option is tried the same way. `None`, with a repair per attempt, when
+    /// neither is usable: the question then plans like any other.
     pub(super) async fn comparison_plan(&self, ctx: &Ctx, question: &str, comparison: &Comparison) -> Result<Option<Plan>> {
-        let split = |index: usize| {
+        for index in [0, 1] {
             let option = comparison.options[index].as_str();
-            async move {
-                let reply = ctx
-                    .complete_with(
-                        "compare_split",
-                        None,
-                        "toqd_compare_split",
-                        &[("question", question), ("option", option)],
-                        capped(ctx, REWRITE_TOKENS),
-                    )
-                    .await?;
-                Ok::<_, ReasonError>(answer::short_answer(&reply))
-            }
-        };
-        let (first, second) = futures::future::try_join(split(0), split(1)).await?;
-        let mut questions = Vec::with_capacity(2);
-        for (index, written) in [first, second].into_iter().enumerate() {
-            let written = match written.find('?') {
-                Some(end) => written[..=end].trim().to_string(),
-                None => written.trim().to_string(),
+            let other = comparison.options[1 - index].as_str();
+            let reply = ctx
+                .complete_with(
+                    "compare_split",
+                    None,
+                    "toqd_compare_split",
+                    &[("question", question), ("option", option)],
+                    capped(ctx, REWRITE_TOKENS),
+                )
+                .await?;
+            // The first line, to its last `?` (a title may hold one: "What Will You Do When You Catch Me?").
+            let line = answer::short_answer(&reply);
+            let written = match line.rfind('?') {
+                Some(end) => line[..=end].trim().to_string(),
+                None => line.trim().to_string(),
             };
             let usable = is_question(&written)
                 && hopwise_core::text::word_count(&written) as usize <= MAX_SUBQUESTION_WORDS
                 && comparison.option_of(&written) == Some(index)
                 && Comparison::keeps_event(question, &written);
-            if !usable {
-                ctx.rec().repair(Repair {
+            let mirrored = usable.then(|| swap_option(&written, option, other)).flatten();
+            match mirrored {
+                Some(mirrored) if comparison.option_of(&mirrored) == Some(1 - index) => {
+                    let mut questions = vec![written, mirrored];
+                    if index == 1 {
+                        questions.reverse();
+                    }
+                    let topology = Topology {
+                        n: 2,
+                        edges: vec![(GraphNode::Sub(1), GraphNode::Sink), (GraphNode::Sub(2), GraphNode::Sink)],
+                        repairs: Vec::new(),
+                    };
+                    return Ok(Some(Plan { questions, topology }));
+                }
+                _ => ctx.rec().repair(Repair {
                     stage: "compare".into(),
                     rule: "compare_split_unusable".into(),
                     detail: format!(
-                        "the question for `{}` came back as `{}` (not a question about it and the compared event); planning the question as a whole",
-                        comparison.options[index],
+                        "the question for `{option}` came back as `{}` (not a question about it and the compared event)",
                         hopwise_core::text::truncate_words(&written, 16)
                     ),
-                });
-                return Ok(None);
+                }),
             }
-            questions.push(written);
         }
-        let topology = Topology {
-            n: 2,
-            edges: vec![(GraphNode::Sub(1), GraphNode::Sink), (GraphNode::Sub(2), GraphNode::Sink)],
-            repairs: Vec::new(),
-        };
-        Ok(Some(Plan { questions, topology }))
+        Ok(None)
     }
 
     /// The answer the option nodes' dates give (nodes `1` and `2` of a comparison plan), recorded on
@@ -220,6 +224,17 @@ impl Toqd {
         };
         Some(Answer { text, rationale: Some(format!("{} is {end} than {}.", dated(index), dated(1 - index))) })
     }
+}
+
+/// `text` with `option` (matched ignoring ASCII case) replaced by `other`; `None` when it does not
+/// hold `option` as written.
+fn swap_option(text: &str, option: &str, other: &str) -> Option<String> {
+    let start = match text.find(option) {
+        Some(start) => start,
+        None if text.is_ascii() && option.is_ascii() => text.to_ascii_lowercase().find(&option.to_ascii_lowercase())?,
+        None => return None,
+    };
+    Some(format!("{}{other}{}", &text[..start], &text[start + option.len()..]))
 }
 
 fn has_words(long: &str, short: &str) -> bool {
@@ -352,6 +367,15 @@ mod tests {
         let q = "Which film whose director is younger, Forbidden Ground or Free Guy?";
         assert!(Comparison::keeps_event(q, "When was the director of Free Guy born?"), "no event named: any date");
         assert!(Comparison::keeps_event("Which album was released first, A or B?", "When was A released?"));
+    }
+
+    #[test]
+    fn the_other_options_question_mirrors_the_first() {
+        let q = "When was the director of Bloody Moon born?";
+        assert_eq!(swap_option(q, "Bloody Moon", "The House Of Pulcini").as_deref(), Some("When was the director of The House Of Pulcini born?"));
+        assert_eq!(swap_option("When was the director of BLOODY MOON born?", "Bloody Moon", "X").as_deref(), Some("When was the director of X born?"));
+        assert_eq!(swap_option(q, "Free Guy", "X"), None);
+        assert_eq!(swap_option("Wann wurde Ödön geboren?", "ödön", "X"), None, "non-ASCII: exact matches only");
     }
 
     #[test]

@@ -781,7 +781,7 @@ async fn a_dated_comparison_is_decided_by_the_dates_its_option_nodes_find() {
     let t = ask_question(LATER, StrategyOptions::default(), llm).await;
     assert_eq!(t.answer, "Alpha", "1970 is later than 1961");
     let p = purposes(&t);
-    assert_eq!(p.iter().filter(|x| *x == "compare_split").count(), 2, "{p:?}");
+    assert_eq!(p.iter().filter(|x| *x == "compare_split").count(), 1, "Beta's question mirrors Alpha's: {p:?}");
     for absent in ["read_question", "decompose", "summary"] {
         assert!(!p.contains(&absent.to_string()), "{absent} in {p:?}");
     }
@@ -808,6 +808,20 @@ async fn an_undecided_comparison_is_summarised_and_only_the_options_vote() {
     let summary = d.summary.expect("summarised");
     assert_eq!(summary.restricted_to, vec!["Alpha".to_string(), "Beta".to_string()]);
     assert_eq!(t.rationale.as_deref(), Some("Carl Moe died later."));
+}
+
+#[tokio::test]
+async fn a_split_about_the_wrong_option_tries_the_other_one() {
+    // Asked for Alpha, the model writes about Beta; asked for Beta, it writes a usable question,
+    // which Alpha's node mirrors. Options whose title ends in `?` keep it.
+    let llm = ScriptedLlm::new()
+        .on(COMPARE_SPLIT, "When did the director of Beta? die?")
+        .on_fn(WITH_CONTEXT, |prompt, _| if prompt.rsplit("Question: ").next().unwrap_or("").contains("Alpha") { "1970" } else { "1961" }.into());
+    let t = ask_question("Which film has the director who died later, Alpha or Beta??", StrategyOptions::default(), llm).await;
+    assert_eq!(t.repairs.iter().filter(|r| r.rule == "compare_split_unusable").count(), 1, "{:?}", t.repairs);
+    assert_eq!(t.node("1").map(|n| n.question.clone()).as_deref(), Some("When did the director of Alpha die?"));
+    assert_eq!(t.node("2").map(|n| n.question.clone()).as_deref(), Some("When did the director of Beta? die?"));
+    assert_eq!(t.answer, "Alpha");
 }
 
 #[tokio::test]
