@@ -11,6 +11,7 @@ use std::sync::Mutex;
 
 use common::{hopwise_command as hopwise, sample_index};
 use hopwise_core::{Decision, EventKind, Trace};
+use hopwise_reason::details::{self, hgot::{HgotNode, HgotTrace, SigmaEntry}, sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate}, toqd::ToqdNode};
 
 /// Model tests run one at a time (1 inference thread each), even under `--test-threads 2`.
 static MODEL: Mutex<()> = Mutex::new(());
@@ -77,15 +78,16 @@ fn toqd_reads_the_question_first_with_the_local_model() {
     let q = trace.node("Q").expect("node Q");
     assert!(!q.passages.is_empty(), "Q holds the question's passages");
     evidence_is_from_the_sample(&trace);
-    let reading = &q.extra["reading"];
-    assert_eq!(reading["samples"].as_array().map(Vec::len), Some(5), "{reading}");
-    if reading["accepted"] == serde_json::json!(true) {
+    let detail: ToqdNode = details::read(q).expect("node Q's ToQD detail");
+    let reading = detail.reading.expect("the question's reading");
+    assert_eq!(reading.samples.len(), 5, "{reading:?}");
+    if reading.accepted == Some(true) {
         assert_eq!(purposes.len(), 1, "a sure reading answers alone: {purposes:?}");
         assert_eq!(Some(trace.answer.as_str()), q.answer.as_deref());
         assert!(trace.confidence.is_some_and(|c| c >= 0.8), "{:?}", trace.confidence);
     } else {
         assert_eq!(purposes.get(1).map(String::as_str), Some("decompose"), "{purposes:?}");
-        assert_eq!(q.extra["summary"]["pooled_readings"], serde_json::json!(5), "{}", q.extra);
+        assert_eq!(detail.summary.map(|s| s.pooled_readings), Some(5), "{}", q.extra);
     }
 }
 
@@ -101,21 +103,25 @@ fn uar_with_the_local_model_gates_retrieval_on_uncertainty() {
     assert_eq!(trace.strategy, "uar");
     assert!(!trace.nodes.is_empty() && trace.nodes.len() <= 3, "one node per sentence, at most max_steps");
     assert_eq!(trace.stats.steps, trace.nodes.len() as u64);
-    let threshold = trace.extra["gate"]["threshold"].as_f64().expect("the gate's threshold is in the trace");
+    let config: SentenceTrace = serde_json::from_value(trace.extra.clone()).expect("the loop's configuration");
+    let LoopGate::Uncertainty { threshold, .. } = config.gate else { panic!("uar gates on uncertainty: {:?}", config.gate) };
     let mut retrieved = 0;
     for node in &trace.nodes {
-        let samples = node.extra["samples"].as_array().expect("samples");
+        let step: SentenceNode = details::read(node).unwrap_or_else(|| panic!("node {}: {}", node.id, node.extra));
+        let StepGate::Uncertainty { samples, similarity, uncertainty: u, .. } = &step.gate else {
+            panic!("node {}: not gated by uncertainty", node.id)
+        };
         assert_eq!(samples.len(), 3, "node {}: {}", node.id, node.extra);
-        let matrix = node.extra["similarity"].as_array().expect("similarity matrix");
-        assert_eq!(matrix.len(), 3);
-        assert!(matrix.iter().all(|row| row.as_array().is_some_and(|r| r.len() == 3)));
-        let u = node.extra["uncertainty"].as_f64().expect("U");
-        let decided = node.extra["decision"].as_str().expect("decision");
-        assert_eq!(decided == "retrieve", u > threshold, "node {}: U = {u}, θ = {threshold}", node.id);
-        if decided == "retrieve" {
+        let matrix = serde_json::to_value(similarity).expect("a matrix serialises");
+        let rows = matrix.as_array().expect("similarity matrix");
+        assert_eq!(rows.len(), 3);
+        assert!(rows.iter().all(|row| row.as_array().is_some_and(|r| r.len() == 3)));
+        let retrieves = step.decision == StepDecision::Retrieve;
+        assert_eq!(retrieves, *u > threshold, "node {}: U = {u}, θ = {threshold}", node.id);
+        if retrieves {
             retrieved += 1;
             assert_eq!(node.decision, Decision::Retrieved);
-            assert!(node.extra["query"].as_str().is_some_and(|q| !q.trim().is_empty()));
+            assert!(step.query.as_deref().is_some_and(|q| !q.trim().is_empty()));
         }
     }
     assert_eq!(trace.stats.retrieval_rounds, retrieved);
@@ -140,34 +146,27 @@ fn hgot_with_the_local_model_records_hierarchy_votes_and_passage_scores() {
 
     assert_eq!(trace.strategy, "hgot");
     let root = trace.node("Q").expect("the question is node Q");
-    for stage in ["probe"] {
-        let samples = root.extra[stage]["samples"].as_array().expect("samples");
-        assert_eq!(samples.len(), 2, "{}", root.extra);
-        for s in samples {
-            let rho = s["rho"].as_f64().expect("rho");
-            assert!((0.2 - 1e-9..=1.0 + 1e-9).contains(&rho), "ρ = α + β·REC + γ·PREC in [0.2, 1]: {rho}");
-        }
-        let ci = root.extra[stage]["confidence"].as_f64().expect("CI");
-        assert!((0.0..=1.0).contains(&ci), "{ci}");
-        // The vote table counts the samples that gave an answer; a small model's samples may give
-        // none, and which ones do varies with how concurrent requests were batched.
-        let votes = root.extra[stage]["votes"].as_array().expect("vote table");
-        let answered = samples
-            .iter()
-            .filter(|s| !hopwise_core::text::normalize_answer(s["answer"].as_str().unwrap_or("")).is_empty())
-            .count();
-        assert_eq!(votes.is_empty(), answered == 0, "{}", root.extra);
+    let root_detail: HgotNode = details::read(root).unwrap_or_else(|| panic!("node Q: {}", root.extra));
+    let probe = root_detail.probe.expect("the probe's samples and vote");
+    assert_eq!(probe.samples.len(), 2, "{}", root.extra);
+    for s in &probe.samples {
+        assert!((0.2 - 1e-9..=1.0 + 1e-9).contains(&s.rho), "ρ = α + β·REC + γ·PREC in [0.2, 1]: {}", s.rho);
     }
+    assert!((0.0..=1.0).contains(&probe.confidence), "{}", probe.confidence);
+    // The vote table counts the samples that gave an answer; a small model's samples may give
+    // none, and which ones do varies with how concurrent requests were batched.
+    let answered = probe.samples.iter().filter(|s| !hopwise_core::text::normalize_answer(&s.answer).is_empty()).count();
+    assert_eq!(probe.votes.is_empty(), answered == 0, "{}", root.extra);
     // Steps hang below the question at layer 1 and name it as the node they decompose.
     for step in trace.nodes.iter().filter(|n| n.id != "Q") {
-        assert_eq!(step.extra["layer"], 1, "{}", step.id);
+        let detail: HgotNode = details::read(step).unwrap_or_else(|| panic!("node {}: {}", step.id, step.extra));
+        assert_eq!(detail.layer, Some(1), "{}", step.id);
         assert_eq!(step.decomposes.as_deref(), Some("Q"));
     }
-    if let Some(history) = trace.extra["sigma_history"].as_array() {
-        for h in history {
-            let sigma = h["sigma"].as_f64().expect("sigma");
-            assert!(sigma.is_finite() && sigma >= 0.0, "{h}");
-        }
+    let recorded: HgotTrace = serde_json::from_value(trace.extra.clone()).expect("HGOT's trace detail");
+    for h in &recorded.sigma_history {
+        let (SigmaEntry::Update { sigma, .. } | SigmaEntry::Retrieved { sigma, .. }) = h;
+        assert!(sigma.is_finite() && *sigma >= 0.0, "{h:?}");
     }
     assert!(trace.stats.nli_calls <= 8, "the NLI budget holds");
     evidence_is_from_the_sample(&trace);
