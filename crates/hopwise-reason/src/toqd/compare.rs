@@ -51,6 +51,8 @@ const EVENTS: &[&[&str]] = &[
     &["open"],
     &["marri"],
 ];
+/// Words of a lifespan comparison, which no single date decides.
+const LIFESPAN: &[&str] = &["age", "lived", "longer", "lifespan"];
 /// Longest option, in words: past it the split is not a list of two names.
 const MAX_OPTION_WORDS: usize = 12;
 
@@ -71,9 +73,11 @@ impl Comparison {
             .map(str::to_lowercase)
             .collect();
         let says = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-        let direction = match (says(EARLIEST), says(LATEST)) {
-            (true, false) => Some(Direction::Earliest),
-            (false, true) => Some(Direction::Latest),
+        // "Who lived to an older age" compares lifespans, not the dates of one event.
+        let direction = match (says(EARLIEST), says(LATEST), says(LIFESPAN)) {
+            (_, _, true) => None,
+            (true, false, _) => Some(Direction::Earliest),
+            (false, true, _) => Some(Direction::Latest),
             _ => None,
         };
         Some(Self { options: [first.to_string(), second.to_string()], direction })
@@ -355,6 +359,8 @@ mod tests {
         assert_eq!(Comparison::parse("Who directed Jaws?"), None);
         assert_eq!(Comparison::parse("Is Jaws or Alien older?"), None, "no comma before the options");
         assert_eq!(Comparison::parse("Which came first, the chicken or the chicken?"), None);
+        let c = Comparison::parse("Who lived to an older age, Elia Kazan or Moustapha Akkad?").expect("options");
+        assert_eq!(c.direction, None, "a lifespan, not one date");
         let c = Comparison::parse("Which was released later in its first year, A or B?");
         assert_eq!(c.and_then(|c| c.direction), None, "words for both ends decide nothing");
     }
