@@ -13,7 +13,13 @@ use crate::protocol::answer;
 /// the director's name: a step of the way, not the date). A reply such as "Yes, Neil Peart was …" to
 /// a wh-question keeps what follows the yes (small models open with it).
 pub fn read_node_answer(question: &str, reply: &str) -> Option<String> {
-    read_any_answer(question, reply).filter(|answer| !asks_when(question) || answer.chars().any(|c| c.is_ascii_digit()))
+    read_any_answer(question, reply).filter(|answer| fits(question, answer))
+}
+
+/// Whether `answer` can answer `question` at all: to a question that asks when, it must hold a
+/// number.
+pub fn fits(question: &str, answer: &str) -> bool {
+    !asks_when(question) || answer.chars().any(|c| c.is_ascii_digit())
 }
 
 /// Whether `question` asks for a date or year ("When …", "In what year …", "On which date …").
@@ -91,7 +97,7 @@ pub fn vote(readings: &[Option<String>]) -> Vote {
 }
 
 /// Whether normalised `long` holds normalised `short` as a run of whole words.
-fn contains_words(long: &str, short: &str) -> bool {
+pub(super) fn contains_words(long: &str, short: &str) -> bool {
     format!(" {long} ").contains(&format!(" {short} "))
 }
 

@@ -8,6 +8,7 @@
 use hopwise_core::text::normalize_answer;
 use hopwise_core::{Decision, Repair};
 
+use super::answers::contains_words;
 use super::{capped, Plan, Toqd, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::Ctx;
 use crate::details::{self, toqd::{ComparisonRecord, ToqdNode}};
@@ -67,11 +68,7 @@ impl Comparison {
         if stem.is_empty() || !fits(first) || !fits(second) || normalize_answer(first) == normalize_answer(second) {
             return None;
         }
-        let words: Vec<String> = stem
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
+        let words = lower_words(stem);
         let says = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
         // "Who lived to an older age" compares lifespans, not the dates of one event.
         let direction = match (says(EARLIEST), says(LATEST), says(LIFESPAN)) {
@@ -86,11 +83,8 @@ impl Comparison {
     /// Whether `written` (a question for one option) keeps the dated event of `question` (the
     /// comparison), when `question` names one.
     pub fn keeps_event(question: &str, written: &str) -> bool {
-        let words = |text: &str| -> Vec<String> {
-            text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
-        };
         let stem = question.rsplit_once(',').map_or(question, |(stem, _)| stem);
-        let (asked, wrote) = (words(stem), words(written));
+        let (asked, wrote) = (lower_words(stem), lower_words(written));
         let names = |ws: &[String], event: &[&str]| ws.iter().any(|w| event.iter().any(|e| w.starts_with(e)));
         EVENTS.iter().filter(|event| names(&asked, event)).all(|event| names(&wrote, event))
     }
@@ -102,18 +96,15 @@ impl Comparison {
         if answer.is_empty() {
             return None;
         }
-        let names: Vec<bool> = self
-            .options
-            .iter()
-            .map(|option| {
-                let option = normalize_answer(option);
-                !option.is_empty()
-                    && (has_words(&answer, &option) || (has_words(&option, &answer) && 2 * answer.len() >= option.len()))
-            })
-            .collect();
-        match names.as_slice() {
-            [true, false] => Some(0),
-            [false, true] => Some(1),
+        let names = |option: &str| {
+            let option = normalize_answer(option);
+            !option.is_empty()
+                && (contains_words(&answer, &option)
+                    || (contains_words(&option, &answer) && 2 * answer.len() >= option.len()))
+        };
+        match (names(&self.options[0]), names(&self.options[1])) {
+            (true, false) => Some(0),
+            (false, true) => Some(1),
             _ => None,
         }
     }
@@ -241,8 +232,9 @@ fn swap_option(text: &str, option: &str, other: &str) -> Option<String> {
     Some(format!("{}{other}{}", &text[..start], &text[start + option.len()..]))
 }
 
-fn has_words(long: &str, short: &str) -> bool {
-    format!(" {long} ").contains(&format!(" {short} "))
+/// The alphanumeric runs of `text`, lowercased.
+fn lower_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
 /// A date to the precision an answer gives it: a year, a month of a year, or a day.
@@ -261,11 +253,7 @@ impl PartialDate {
     /// `None` when it names no year, or years that differ ("1899–1975"): which one the question
     /// compares is then unclear.
     pub fn find(answer: &str) -> Option<Self> {
-        let tokens: Vec<String> = answer
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|t| !t.is_empty())
-            .map(str::to_lowercase)
-            .collect();
+        let tokens = lower_words(answer);
         let mut found: Option<PartialDate> = None;
         for (i, token) in tokens.iter().enumerate() {
             let Some(year) = year_of(token) else { continue };

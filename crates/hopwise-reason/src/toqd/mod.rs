@@ -474,10 +474,11 @@ impl Strategy for Toqd {
             },
             None => None,
         };
-        // Each option node may search once of its own, whatever `max_node_searches` says.
+        // The comparison the dates decide, when it was planned as one node per option; each option
+        // node may then search once of its own, whatever `max_node_searches` says.
+        let decided_by_dates = dated.filter(|_| compared.is_some());
         let max_searches =
-            if compared.is_some() { self.opts.max_node_searches.max(2) } else { self.opts.max_node_searches };
-        let was_compared = compared.is_some();
+            if decided_by_dates.is_some() { self.opts.max_node_searches.max(2) } else { self.opts.max_node_searches };
         let plan = match compared {
             Some(plan) => plan,
             None => self.general_plan(ctx, question).await?,
@@ -511,10 +512,8 @@ impl Strategy for Toqd {
             return Err(e);
         }
 
-        if was_compared {
-            if let Some(answer) = dated.and_then(|c| self.decide(ctx, c, &dag)) {
-                return Ok(answer);
-            }
+        if let Some(answer) = decided_by_dates.and_then(|c| self.decide(ctx, c, &dag)) {
+            return Ok(answer);
         }
         let dialog: Vec<(String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();

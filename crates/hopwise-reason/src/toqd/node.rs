@@ -4,7 +4,7 @@
 
 use hopwise_core::{Decision, GenParams, Passage, Repair};
 
-use super::answers::{asks_when, comparable, leaf_query, read_any_answer, read_node_answer, vote};
+use super::answers::{comparable, fits, leaf_query, read_any_answer, read_node_answer, vote};
 use super::options::NodeGate;
 use super::{capped, child_graph, QuestionState, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::{format_dialog, format_passages, Ctx};
@@ -340,8 +340,9 @@ impl Toqd {
     ) -> Result<Reading> {
         if self.opts.samples <= 1 {
             let reply = ctx.chat(purpose, Some(id), prompt.to_string(), capped(ctx, ANSWER_TOKENS)).await?;
-            let answer = read_node_answer(question, reply.text());
-            let lead = lead_of(question, &[read_any_answer(question, reply.text())]);
+            let named = [read_any_answer(question, reply.text())];
+            let answer = named[0].clone().filter(|a| fits(question, a));
+            let lead = lead_of(question, &named);
             return Ok(Reading { answer: answer.clone().unwrap_or_default(), confidence: None, readings: vec![answer], lead });
         }
         let params = GenParams {
@@ -353,9 +354,9 @@ impl Toqd {
         };
         let reply = ctx.chat(purpose, Some(id), prompt.to_string(), params).await?;
         let replies: Vec<String> = reply.choices.iter().map(|c| c.text.clone()).collect();
-        let readings: Vec<Option<String>> = replies.iter().map(|r| read_node_answer(question, r)).collect();
-        let vote = vote(&readings);
         let named: Vec<Option<String>> = replies.iter().map(|r| read_any_answer(question, r)).collect();
+        let readings: Vec<Option<String>> = named.iter().map(|a| a.clone().filter(|a| fits(question, a))).collect();
+        let vote = vote(&readings);
         let lead = lead_of(question, &named);
         let detail = ReadingRecord { samples: replies, vote: vote.table.clone(), confidence: vote.confidence, accepted: None };
         ctx.rec().update_node(id, |n| details::update(n, |d: &mut ToqdNode| d.reading = Some(detail)));
@@ -381,15 +382,11 @@ impl Toqd {
     }
 }
 
-/// What the samples of a "when" question named most often when it has no number in it.
+/// What the samples named most often among the answers that do not fit the question (a name for
+/// a "when" question); `None` when all fit.
 fn lead_of(question: &str, named: &[Option<String>]) -> Option<String> {
-    if !asks_when(question) {
-        return None;
-    }
-    let undated: Vec<Option<String>> =
-        named.iter().map(|a| a.clone().filter(|a| !a.chars().any(|c| c.is_ascii_digit()))).collect();
-    let top = vote(&undated).answer;
-    (!top.is_empty()).then_some(top)
+    let unfit: Vec<Option<String>> = named.iter().map(|a| a.clone().filter(|a| !fits(question, a))).collect();
+    Some(vote(&unfit).answer).filter(|top| !top.is_empty())
 }
 
 /// Marks node `id` answered and returns the executor's outcome.
