@@ -425,12 +425,28 @@ pub struct GateEvalArgs {
     /// Items asked at once.
     #[arg(long, default_value_t = 2)]
     pub concurrency: usize,
-    /// Output directory: gate.jsonl (one record per item) and gate.md (the tables).
+    /// `auto`: gold single-hop steps where the dataset has them, else the questions; `questions`:
+    /// the questions themselves (a gate in front of the whole question).
+    #[arg(long, value_enum, default_value_t = GateItems::Auto)]
+    pub items: GateItems,
+    /// A results file of a run with retrieval on the same questions (e.g. a `results.jsonl` of
+    /// `rtr`): its answers, joined by example id, are what a gate that retrieves answers with, for
+    /// the end-to-end sweep of accuracy against retrieval rounds. Repeatable.
+    #[arg(long)]
+    pub reader: Vec<PathBuf>,
+    /// Output directory: gate.jsonl (one record per item), gate.md (the tables) and, with
+    /// `--reader`, gate-<dataset>.svg/.png (the sweep).
     #[arg(long)]
     pub out: PathBuf,
     /// Do not use the on-disk cache of model calls.
     #[arg(long)]
     pub no_cache: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GateItems {
+    Auto,
+    Questions,
 }
 
 #[derive(Debug, Args)]

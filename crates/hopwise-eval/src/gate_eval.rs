@@ -35,30 +35,77 @@ pub struct GateItem {
     pub kind: String,
 }
 
+/// An answer and how it scores against the item's gold answers.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Scored {
+    pub answer: String,
+    pub cover_em: f64,
+    pub f1: f64,
+}
+
+impl Scored {
+    pub fn new(answer: &str, gold: &[String]) -> Scored {
+        if answer.is_empty() {
+            return Scored::default();
+        }
+        let m = score_answer(answer, gold);
+        Scored { answer: answer.to_string(), cover_em: m.cover_em, f1: m.f1 }
+    }
+
+    pub fn right(&self) -> bool {
+        self.cover_em > 0.0
+    }
+}
+
 /// What the model said about one item, and what each gate would decide.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateRecord {
     #[serde(flatten)]
     pub item: GateItem,
-    /// The greedy closed-book reply.
-    pub greedy: String,
-    /// The greedy reply was `NO!` (or a hedge): the paper's gate retrieves.
+    /// The greedy closed-book answer to a prompt that asks for a best guess. The oracle: retrieval
+    /// was needed exactly when it is wrong.
+    pub greedy: Scored,
+    /// The greedy reply to the `NO!` protocol (`toqd_self_verify`).
+    pub self_verify: String,
+    /// That reply declined (`NO!` or a hedge): the paper's gate retrieves.
     pub said_no: bool,
-    /// The greedy reply is right (cover-EM against the gold answers). The oracle: retrieval was
-    /// needed exactly when this is false.
-    pub correct: bool,
+    /// What the `NO!` gate answers with when it does not retrieve.
+    pub self_verify_answer: Scored,
+    /// Closed-book best guesses at temperature, one request.
     pub samples: Vec<String>,
     /// `U` of every Jaccard-similarity estimator over the samples.
     pub uncertainty: BTreeMap<String, f64>,
-    /// The samples' vote and its share (what the uncertainty gate answers with when it does not
-    /// retrieve), and whether that answer is right.
-    pub vote: String,
+    /// The samples' vote (what the uncertainty gate answers with when it does not retrieve) and its
+    /// share.
+    pub vote: Scored,
     pub vote_share: f64,
-    pub vote_correct: bool,
+    /// The reading with retrieval on the same question (retrieve-then-read's result, joined from a
+    /// results file by example id): what a gate that retrieves answers. Items without one are left
+    /// out of the end-to-end sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader: Option<Scored>,
+}
+
+impl GateRecord {
+    /// The oracle: the greedy closed-book answer is right, so retrieval was not needed.
+    pub fn correct(&self) -> bool {
+        self.greedy.right()
+    }
+}
+
+/// Which items a dataset gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemKind {
+    /// Gold single-hop steps where the dataset has them, else the questions.
+    #[default]
+    Auto,
+    /// The questions themselves (what a gate in front of the whole question decides).
+    Questions,
 }
 
 /// Reads up to `limit` examples of a normalised JSONL dataset and turns them into items.
-pub fn gate_items(path: &Path, limit: Option<usize>) -> Result<Vec<GateItem>> {
+pub fn gate_items(path: &Path, limit: Option<usize>, kind: ItemKind) -> Result<Vec<GateItem>> {
     let mut reader = open_regular(path)?;
     let read_err = |e| EvalError::Read { path: path.to_path_buf(), source: e };
     let bad_line = |n: usize, message: String| EvalError::Dataset {
@@ -82,7 +129,10 @@ pub fn gate_items(path: &Path, limit: Option<usize>) -> Result<Vec<GateItem>> {
         }
         let record: serde_json::Value = serde_json::from_str(text).map_err(|e| bad_line(n, e.to_string()))?;
         examples += 1;
-        items.extend(items_of(&record));
+        items.extend(match kind {
+            ItemKind::Auto => items_of(&record),
+            ItemKind::Questions => question_item(&record).into_iter().collect(),
+        });
     }
     Ok(items)
 }
@@ -126,15 +176,21 @@ fn items_of(record: &serde_json::Value) -> Vec<GateItem> {
             })
             .collect();
     }
+    question_item(record).into_iter().collect()
+}
+
+fn question_item(record: &serde_json::Value) -> Option<GateItem> {
+    let id = record["id"].as_str().unwrap_or_default().to_string();
     let gold: Vec<String> =
         record["answers"].as_array().into_iter().flatten().filter_map(|a| a.as_str().map(str::to_string)).collect();
     match record["question"].as_str() {
-        Some(q) if !gold.is_empty() => vec![GateItem { id, question: q.to_string(), gold, kind: "question".into() }],
-        _ => Vec::new(),
+        Some(q) if !gold.is_empty() => Some(GateItem { id, question: q.to_string(), gold, kind: "question".into() }),
+        _ => None,
     }
 }
 
-/// Asks one item closed-book: a greedy `toqd_self_verify` reply and `samples` sampled ones.
+/// Asks one item closed-book: a greedy best guess, a greedy `NO!`-protocol reply, and `samples`
+/// sampled best guesses (one request).
 pub async fn judge(
     llm: Arc<dyn Llm>,
     prompts: Arc<Prompts>,
@@ -147,13 +203,17 @@ pub async fn judge(
         "gate-eval",
         &UarOptions { samples: Some(samples), sample_temperature: temperature, ..UarOptions::default() },
     )?;
-    let prompt = ctx.render("toqd_self_verify", &[("question", &item.question)])?;
     let mut params = ctx.params().clone();
     params.max_tokens = 64;
-    let greedy = ctx.chat("self_verify", Some("1"), prompt.clone(), params).await?.text().trim().to_string();
-    let answer = read_node_answer(&item.question, &greedy);
-    let correct = answer.as_deref().is_some_and(|a| score_answer(a, &item.gold).cover_em > 0.0);
-    let samples = gate::sample(&ctx, "1", "uncertainty_samples", &prompt, &sampling, 64, |t| t.trim().to_string()).await?;
+    let guess_prompt = ctx.render("toqd_closed_book", &[("question", &item.question)])?;
+    let greedy =
+        ctx.chat("closed_book", Some("1"), guess_prompt.clone(), params.clone()).await?.text().trim().to_string();
+    let greedy = read_node_answer(&item.question, &greedy).unwrap_or_default();
+    let verify_prompt = ctx.render("toqd_self_verify", &[("question", &item.question)])?;
+    let self_verify = ctx.chat("self_verify", Some("1"), verify_prompt, params).await?.text().trim().to_string();
+    let verified = read_node_answer(&item.question, &self_verify);
+    let samples =
+        gate::sample(&ctx, "1", "uncertainty_samples", &guess_prompt, &sampling, 64, |t| t.trim().to_string()).await?;
     let readings: Vec<Option<String>> = samples.iter().map(|s| read_node_answer(&item.question, s)).collect();
     let comparable: Vec<String> = readings
         .iter()
@@ -166,18 +226,34 @@ pub async fn judge(
         .collect();
     let answers: Vec<String> = readings.iter().map(|r| r.clone().unwrap_or_default()).collect();
     let vote = hopwise_reason::hgot::vote::weighted_vote(&answers, &vec![1.0; answers.len()]);
-    let vote_correct = !vote.answer.is_empty() && score_answer(&vote.answer, &item.gold).cover_em > 0.0;
     Ok(GateRecord {
-        item,
-        said_no: answer.is_none(),
-        greedy,
-        correct,
+        greedy: Scored::new(&greedy, &item.gold),
+        said_no: verified.is_none(),
+        self_verify_answer: Scored::new(verified.as_deref().unwrap_or_default(), &item.gold),
+        self_verify,
         samples,
         uncertainty,
-        vote: vote.answer,
+        vote: Scored::new(&vote.answer, &item.gold),
         vote_share: vote.confidence,
-        vote_correct,
+        reader: None,
+        item,
     })
+}
+
+/// Gives each record the reader's answer to the same example (by id) from results records, skipping
+/// failed ones. Returns how many records got one.
+pub fn join_reader(records: &mut [GateRecord], results: &[crate::results::ResultRecord]) -> usize {
+    let by_id: std::collections::HashMap<&str, &crate::results::ResultRecord> =
+        results.iter().filter(|r| r.error.is_none()).map(|r| (r.id.as_str(), r)).collect();
+    let mut joined = 0;
+    for record in records.iter_mut() {
+        if let Some(read) = by_id.get(record.item.id.as_str()) {
+            record.reader =
+                Some(Scored { answer: read.prediction.clone(), cover_em: read.metrics.cover_em, f1: read.metrics.f1 });
+            joined += 1;
+        }
+    }
+    joined
 }
 
 /// A gate scored against the oracle.
@@ -197,14 +273,14 @@ pub struct GateScore {
 pub fn score(records: &[GateRecord], retrieves: impl Fn(&GateRecord) -> bool) -> GateScore {
     let (mut retrieved, mut retrieved_wrong, mut wrong, mut kept, mut kept_right) = (0usize, 0usize, 0usize, 0, 0);
     for r in records {
-        let needs = !r.correct;
+        let needs = !r.correct();
         wrong += usize::from(needs);
         if retrieves(r) {
             retrieved += 1;
             retrieved_wrong += usize::from(needs);
         } else {
             kept += 1;
-            kept_right += usize::from(r.correct);
+            kept_right += usize::from(r.correct());
         }
     }
     let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
@@ -219,14 +295,14 @@ pub fn score(records: &[GateRecord], retrieves: impl Fn(&GateRecord) -> bool) ->
 /// The uncertainty gate's decision as ToQD takes it: retrieve when `U > θ` or when most samples
 /// decline.
 pub fn uncertainty_retrieves(r: &GateRecord, estimator: &str, threshold: f64) -> bool {
-    r.uncertainty.get(estimator).is_none_or(|u| *u > threshold) || r.vote.is_empty() || r.vote_share < 0.5
+    r.uncertainty.get(estimator).is_none_or(|u| *u > threshold) || r.vote.answer.is_empty() || r.vote_share < 0.5
 }
 
 /// The report: the gates at their default thresholds, then a threshold sweep per estimator.
 pub fn render_report(records: &[GateRecord], title: &str) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let wrong = records.iter().filter(|r| !r.correct).count();
+    let wrong = records.iter().filter(|r| !r.correct()).count();
     let _ = writeln!(out, "### {title}\n");
     let _ = writeln!(
         out,
@@ -254,10 +330,14 @@ pub fn render_report(records: &[GateRecord], title: &str) -> String {
     }
     row(&mut out, "always retrieve", score(records, |_| true));
     let _ = writeln!(out, "\nThreshold sweep (retrieve when U > θ or most samples decline):\n");
-    let _ = writeln!(out, "| estimator | θ | retrieval rate | precision | recall | closed-book accuracy where not retrieving |");
+    let _ = writeln!(
+        out,
+        "| estimator | θ | retrieval rate | precision | recall | closed-book accuracy where not retrieving |"
+    );
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
     for estimator in [Estimator::DegJaccard, Estimator::Eigv, Estimator::Ecc] {
-        let mut values: Vec<f64> = records.iter().filter_map(|r| r.uncertainty.get(estimator.name()).copied()).collect();
+        let mut values: Vec<f64> =
+            records.iter().filter_map(|r| r.uncertainty.get(estimator.name()).copied()).collect();
         values.sort_by(f64::total_cmp);
         values.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
         for theta in values.iter().take(12) {
@@ -274,6 +354,8 @@ pub fn render_report(records: &[GateRecord], title: &str) -> String {
             );
         }
     }
+    let with_reader = records.iter().filter(|r| r.reader.is_some()).count();
+    out.push_str(&crate::gate_sweep::render_sweep(&crate::gate_sweep::sweep(records), with_reader));
     out
 }
 
@@ -282,23 +364,26 @@ mod tests {
     use super::*;
 
     fn record(correct: bool, said_no: bool, u: f64) -> GateRecord {
+        let answer = Scored { answer: "a".into(), cover_em: f64::from(u8::from(correct)), f1: 0.0 };
         GateRecord {
             item: GateItem { id: "x".into(), question: "q".into(), gold: vec!["a".into()], kind: "step".into() },
-            greedy: String::new(),
+            greedy: answer.clone(),
+            self_verify: String::new(),
             said_no,
-            correct,
+            self_verify_answer: answer.clone(),
             samples: Vec::new(),
             uncertainty: [("deg-jaccard".to_string(), u)].into_iter().collect(),
-            vote: "a".into(),
+            vote: answer,
             vote_share: 1.0,
-            vote_correct: correct,
+            reader: None,
         }
     }
 
     #[test]
     fn gates_are_scored_against_the_closed_book_oracle() {
         // Two wrong answers (one flagged by NO!, one by U), two right ones (one wrongly flagged by U).
-        let records = [record(false, true, 0.1), record(false, false, 0.6), record(true, false, 0.5), record(true, false, 0.0)];
+        let records =
+            [record(false, true, 0.1), record(false, false, 0.6), record(true, false, 0.5), record(true, false, 0.0)];
         let no = score(&records, |r| r.said_no);
         assert_eq!((no.retrieval_rate, no.precision, no.recall), (0.25, 1.0, 0.5));
         assert!((no.kept_accuracy - 2.0 / 3.0).abs() < 1e-9);
@@ -320,6 +405,8 @@ mod tests {
         assert_eq!(items[1].question, "What is the father of Henry Baring?");
         let hotpot = serde_json::json!({"id": "h", "question": "Which band?", "answers": ["Rush"]});
         assert_eq!(items_of(&hotpot)[0].kind, "question");
+        let asked = question_item(&wiki).expect("the question itself");
+        assert_eq!((asked.question.as_str(), asked.gold.as_slice()), ("Q?", ["x".to_string()].as_slice()));
     }
 
     /// The dataset reader's bounds hold here too: a device is refused before reading, and a line over
@@ -328,15 +415,18 @@ mod tests {
     fn devices_are_refused_and_lines_are_bounded() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("long.jsonl");
-        let long = format!("{{\"id\": \"l\", \"question\": \"{}\", \"answers\": [\"a\"]}}\n", "x".repeat(crate::dataset::MAX_LINE_BYTES));
+        let long = format!(
+            "{{\"id\": \"l\", \"question\": \"{}\", \"answers\": [\"a\"]}}\n",
+            "x".repeat(crate::dataset::MAX_LINE_BYTES)
+        );
         std::fs::write(&path, long).expect("write");
-        let err = match gate_items(&path, None) {
+        let err = match gate_items(&path, None, ItemKind::Auto) {
             Ok(items) => panic!("{} items read from a line over the limit", items.len()),
             Err(e) => e,
         };
         assert!(err.to_string().contains("line 1: longer than"), "{err}");
 
-        let err = gate_items(Path::new("/dev/zero"), Some(1)).expect_err("a device is no dataset");
+        let err = gate_items(Path::new("/dev/zero"), Some(1), ItemKind::Auto).expect_err("a device is no dataset");
         assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 }

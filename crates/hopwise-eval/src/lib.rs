@@ -24,6 +24,7 @@ pub mod data;
 pub mod dataset;
 pub mod error;
 pub mod gate_eval;
+pub mod gate_sweep;
 pub mod lock;
 pub mod metrics;
 pub mod paired;

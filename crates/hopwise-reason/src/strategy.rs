@@ -92,6 +92,7 @@ const TOQD_TEMPLATES: &[&str] = &[
     "toqd_rewrite",
     "toqd_compare_split",
     "toqd_self_verify",
+    "toqd_closed_book",
     "toqd_self_verify_context",
     "toqd_decompose_leaf",
     "toqd_decompose_internal",
@@ -106,7 +107,8 @@ const SENTENCE_LOOP_TEMPLATES: &[&str] =
     &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude", "nli_judge"];
 const HGOT_TEMPLATES: &[&str] =
     &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"];
-const SELF_ASK_TEMPLATES: &[&str] = &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"];
+const SELF_ASK_TEMPLATES: &[&str] =
+    &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"];
 const PLAN_SOLVE_TEMPLATES: &[&str] = &["plan_solve", "plan_solve_rtr"];
 
 /// A row with no embedder, no NLI and no retrieval-free variant; the rows below change what differs.

@@ -8,9 +8,12 @@ use super::answers::{comparable, fits, leaf_query, read_any_answer, read_node_an
 use super::options::NodeGate;
 use super::{capped, child_graph, QuestionState, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::details::{
+    self,
+    toqd::{GateDecision, GateRecord, ReadingRecord, ToqdNode},
+};
 use crate::error::Result;
 use crate::executor::{NodeOutcome, NodeTask, Phase};
-use crate::details::{self, toqd::{GateDecision, GateRecord, ReadingRecord, ToqdNode}};
 use crate::gate;
 use crate::uncertainty;
 
@@ -273,7 +276,10 @@ impl Toqd {
         ctx.rec().repair(Repair {
             stage: format!("rewrite:{id}"),
             rule: rule.into(),
-            detail: format!("rewrite `{}` not used; asked `{fallback}`", hopwise_core::text::truncate_words(&rewritten, 16)),
+            detail: format!(
+                "rewrite `{}` not used; asked `{fallback}`",
+                hopwise_core::text::truncate_words(&rewritten, 16)
+            ),
         });
         ctx.rec().update_node(id, |n| n.rewritten = Some(fallback.clone()));
         Ok(fallback)
@@ -281,17 +287,21 @@ impl Toqd {
 
     /// The gate: a settled closed-book answer, or `None` when the node should retrieve.
     async fn closed_book(&self, ctx: &Ctx, id: &str, question: &str) -> Result<Option<Settled>> {
-        let prompt = ctx.render("toqd_self_verify", &[("question", question)])?;
         let mut sentinel = None;
         if matches!(self.opts.gate, NodeGate::No | NodeGate::Both) {
-            let reply = ctx.chat("self_verify", Some(id), prompt.clone(), capped(ctx, ANSWER_TOKENS)).await?;
+            let prompt = ctx.render("toqd_self_verify", &[("question", question)])?;
+            let reply = ctx.chat("self_verify", Some(id), prompt, capped(ctx, ANSWER_TOKENS)).await?;
             match read_node_answer(question, reply.text()) {
                 None => return Ok(None),
-                Some(answer) if self.opts.gate == NodeGate::No => return Ok(Some(Settled { answer, confidence: None })),
+                Some(answer) if self.opts.gate == NodeGate::No => {
+                    return Ok(Some(Settled { answer, confidence: None }))
+                }
                 Some(answer) => sentinel = Some(answer),
             }
         }
         let Some(gate) = &self.gate else { return Ok(None) };
+        // Samples that cannot decline: their agreement is what the estimator measures.
+        let prompt = ctx.render("toqd_closed_book", &[("question", question)])?;
         let replies =
             gate::sample(ctx, id, "uncertainty_samples", &prompt, gate, ANSWER_TOKENS, |text| text.to_string()).await?;
         let readings: Vec<Option<String>> = replies.iter().map(|r| read_node_answer(question, r)).collect();
@@ -343,7 +353,12 @@ impl Toqd {
             let named = [read_any_answer(question, reply.text())];
             let answer = named[0].clone().filter(|a| fits(question, a));
             let lead = lead_of(question, &named);
-            return Ok(Reading { answer: answer.clone().unwrap_or_default(), confidence: None, readings: vec![answer], lead });
+            return Ok(Reading {
+                answer: answer.clone().unwrap_or_default(),
+                confidence: None,
+                readings: vec![answer],
+                lead,
+            });
         }
         let params = GenParams {
             n: self.opts.samples,
@@ -358,7 +373,8 @@ impl Toqd {
         let readings: Vec<Option<String>> = named.iter().map(|a| a.clone().filter(|a| fits(question, a))).collect();
         let vote = vote(&readings);
         let lead = lead_of(question, &named);
-        let detail = ReadingRecord { samples: replies, vote: vote.table.clone(), confidence: vote.confidence, accepted: None };
+        let detail =
+            ReadingRecord { samples: replies, vote: vote.table.clone(), confidence: vote.confidence, accepted: None };
         ctx.rec().update_node(id, |n| details::update(n, |d: &mut ToqdNode| d.reading = Some(detail)));
         Ok(Reading { answer: vote.answer, confidence: Some(vote.confidence), readings, lead })
     }

@@ -6,7 +6,10 @@ use hopwise_core::{Decision, EventKind, Llm, Prompts, Recorder, Retriever, Trace
 
 use super::*;
 use crate::ctx::Budget;
-use crate::details::{self, toqd::{GateDecision, ToqdNode}};
+use crate::details::{
+    self,
+    toqd::{GateDecision, ToqdNode},
+};
 use crate::strategy::{build, run, StrategyOptions};
 
 // Needles that identify each template in a prompt.
@@ -420,6 +423,18 @@ async fn the_uncertainty_gate_retrieves_only_where_samples_disagree() {
     assert_eq!(t.stats.retrieval_rounds, 1);
 }
 
+/// Samples that may answer `NO!` mostly decline, and a declining majority retrieves whatever `U`
+/// is; the gate asks for best guesses instead, so their agreement is what decides.
+#[tokio::test]
+async fn the_uncertainty_gate_samples_answers_that_cannot_decline() {
+    let llm = sampling_model_after(ScriptedLlm::new().on("reply exactly NO!", "NO!"));
+    let t = ask("toqd", node_evidence(), llm, Some(corpus()), Budget::default()).await;
+    let n1 = t.node("1").expect("node 1");
+    assert_eq!((n1.decision, n1.answer.as_deref()), (Decision::Known, Some("Rush")));
+    let gate = detail(n1).gate.expect("node 1 asked the gate");
+    assert!(gate.samples.iter().all(|s| s == "Rush"), "{:?}", gate.samples);
+}
+
 #[tokio::test]
 async fn a_weak_vote_over_the_passages_sends_the_node_to_decomposition() {
     let llm = sampling_model_after(
@@ -721,7 +736,9 @@ async fn max_node_searches_caps_the_searches_after_the_question_passages() {
     assert_eq!(capped, 1, "the node past the cap answers from the question's passages");
     assert_eq!(purposes(&t).iter().filter(|p| *p == "best_effort").count(), 2);
 
-    let t = ask("toqd", with(opts, "max_node_searches", serde_json::json!(2)), llm(), Some(corpus()), Budget::default()).await;
+    let t =
+        ask("toqd", with(opts, "max_node_searches", serde_json::json!(2)), llm(), Some(corpus()), Budget::default())
+            .await;
     assert_eq!(t.stats.retrieval_rounds, 3);
 }
 
@@ -739,7 +756,8 @@ async fn max_expansions_caps_the_nodes_decomposed_per_question() {
         .on(SUMMARY, "Answer: a guess");
     let opts = with(paper(), "max_expansions", serde_json::json!(1));
     let t = ask("toqd", opts, llm, Some(corpus()), Budget::default()).await;
-    let decomposed = ["1", "2"].iter().filter(|id| t.node(id).map(|n| n.decision) == Some(Decision::Decomposed)).count();
+    let decomposed =
+        ["1", "2"].iter().filter(|id| t.node(id).map(|n| n.decision) == Some(Decision::Decomposed)).count();
     assert_eq!(decomposed, 1);
     assert!(t.notes.iter().any(|n| n.contains("max_expansions")), "notes: {:?}", t.notes);
 }
@@ -769,7 +787,8 @@ async fn ask_question(question: &str, options: StrategyOptions, llm: ScriptedLlm
 }
 
 fn split_model() -> ScriptedLlm {
-    ScriptedLlm::new().on_fn(COMPARE_SPLIT, |prompt, _| format!("When did the director of {} die?", split_option(prompt)))
+    ScriptedLlm::new()
+        .on_fn(COMPARE_SPLIT, |prompt, _| format!("When did the director of {} die?", split_option(prompt)))
 }
 
 #[tokio::test]
@@ -798,9 +817,9 @@ async fn a_dated_comparison_is_decided_by_the_dates_its_option_nodes_find() {
 #[tokio::test]
 async fn an_undecided_comparison_is_summarised_and_only_the_options_vote() {
     // The nodes find directors, not dates; three summaries name a director, two name Beta.
-    let llm = split_model()
-        .on(WITH_CONTEXT, "Carl Moe")
-        .on_fn(SUMMARY, |_, i| if i < 3 { "Answer: Carl Moe" } else { "Answer: Beta\nReason: Carl Moe died later." }.into());
+    let llm = split_model().on(WITH_CONTEXT, "Carl Moe").on_fn(SUMMARY, |_, i| {
+        if i < 3 { "Answer: Carl Moe" } else { "Answer: Beta\nReason: Carl Moe died later." }.into()
+    });
     let t = ask_question(LATER, StrategyOptions::default(), llm).await;
     assert_eq!(t.answer, "Beta");
     let d = detail(t.node("Q").expect("node Q"));
@@ -814,10 +833,13 @@ async fn an_undecided_comparison_is_summarised_and_only_the_options_vote() {
 async fn a_split_about_the_wrong_option_tries_the_other_one() {
     // Asked for Alpha, the model writes about Beta; asked for Beta, it writes a usable question,
     // which Alpha's node mirrors. Options whose title ends in `?` keep it.
-    let llm = ScriptedLlm::new()
-        .on(COMPARE_SPLIT, "When did the director of Beta? die?")
-        .on_fn(WITH_CONTEXT, |prompt, _| if prompt.rsplit("Question: ").next().unwrap_or("").contains("Alpha") { "1970" } else { "1961" }.into());
-    let t = ask_question("Which film has the director who died later, Alpha or Beta??", StrategyOptions::default(), llm).await;
+    let llm =
+        ScriptedLlm::new().on(COMPARE_SPLIT, "When did the director of Beta? die?").on_fn(WITH_CONTEXT, |prompt, _| {
+            if prompt.rsplit("Question: ").next().unwrap_or("").contains("Alpha") { "1970" } else { "1961" }.into()
+        });
+    let t =
+        ask_question("Which film has the director who died later, Alpha or Beta??", StrategyOptions::default(), llm)
+            .await;
     assert_eq!(t.repairs.iter().filter(|r| r.rule == "compare_split_unusable").count(), 1, "{:?}", t.repairs);
     assert_eq!(t.node("1").map(|n| n.question.clone()).as_deref(), Some("When did the director of Alpha die?"));
     assert_eq!(t.node("2").map(|n| n.question.clone()).as_deref(), Some("When did the director of Beta? die?"));
@@ -872,7 +894,9 @@ async fn a_when_node_that_found_a_name_searches_with_it() {
             };
             if request == 1 { "Carl Moe" } else { "1901" }.into()
         });
-    let t = ask_question("Which film has the director who was born first, Alpha or Beta?", StrategyOptions::default(), llm).await;
+    let t =
+        ask_question("Which film has the director who was born first, Alpha or Beta?", StrategyOptions::default(), llm)
+            .await;
     let repair = t.repairs.iter().find(|r| r.rule == "query_follows_lead").expect("the search followed the name");
     assert!(repair.detail.contains("Carl Moe"), "{}", repair.detail);
     assert_eq!(t.node("2").and_then(|n| n.answer.clone()).as_deref(), Some("1901"));
