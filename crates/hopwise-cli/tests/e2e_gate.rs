@@ -95,7 +95,7 @@ async fn gate_eval_sweeps_the_gate_in_front_of_a_reader() {
             gold: Vec::new(),
             metrics: hopwise_eval::results::RecordMetrics { cover_em: score, f1: score, ..Default::default() },
             retrieval: None,
-            stats: Default::default(),
+            stats: hopwise_core::Stats { llm_calls: 1, retrieval_rounds: 1, ..Default::default() },
             seconds: 1.0,
             best_effort: false,
             error: None,
@@ -126,8 +126,8 @@ async fn gate_eval_sweeps_the_gate_in_front_of_a_reader() {
     let report = std::fs::read_to_string(out_dir.join("gate.md")).expect("gate.md");
     assert!(report.contains("2 items;"), "the questions, not the evidence steps: {report}");
     // Always retrieving gets Heat only; the gate at 0.4 keeps Jaws closed-book and reads Heat.
-    assert!(report.contains("| always | – | 1.00 | 50.0 | 50.0 | +0.0 |"), "{report}");
-    assert!(report.contains("| deg-jaccard | 0.000 | 0.50 | 100.0 | 100.0 | +50.0 |"), "{report}");
+    assert!(report.contains("| always | – | 1.00 | 1.00 | 50.0 | 50.0 | +0.0 |"), "{report}");
+    assert!(report.contains("| deg-jaccard | 0.000 | 0.50 | 1.50 | 100.0 | 100.0 | +50.0 |"), "{report}");
     assert!(report.contains("- deg-jaccard: 0.50 rounds"), "{report}");
     if out_dir.join("gate-hotpot.svg").exists() {
         let svg = std::fs::read_to_string(out_dir.join("gate-hotpot.svg")).expect("svg");

@@ -57,6 +57,15 @@ impl Scored {
     }
 }
 
+/// The answer of a run with retrieval on the same question, and what it cost.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReaderAnswer {
+    #[serde(flatten)]
+    pub scored: Scored,
+    pub retrieval_rounds: f64,
+    pub llm_calls: f64,
+}
+
 /// What the model said about one item, and what each gate would decide.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateRecord {
@@ -83,7 +92,7 @@ pub struct GateRecord {
     /// results file by example id): what a gate that retrieves answers. Items without one are left
     /// out of the end-to-end sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reader: Option<Scored>,
+    pub reader: Option<ReaderAnswer>,
 }
 
 impl GateRecord {
@@ -248,8 +257,11 @@ pub fn join_reader(records: &mut [GateRecord], results: &[crate::results::Result
     let mut joined = 0;
     for record in records.iter_mut() {
         if let Some(read) = by_id.get(record.item.id.as_str()) {
-            record.reader =
-                Some(Scored { answer: read.prediction.clone(), cover_em: read.metrics.cover_em, f1: read.metrics.f1 });
+            record.reader = Some(ReaderAnswer {
+                scored: Scored { answer: read.prediction.clone(), cover_em: read.metrics.cover_em, f1: read.metrics.f1 },
+                retrieval_rounds: read.stats.retrieval_rounds as f64,
+                llm_calls: read.stats.llm_calls as f64,
+            });
             joined += 1;
         }
     }

@@ -1,6 +1,7 @@
 //! A retrieval gate in front of a question, end to end: where the gate retrieves, the question gets
-//! the reader's answer (retrieve-then-read on the same question, joined by example id); where it does
-//! not, the gate's own closed-book answer. Sweeping θ per estimator traces accuracy against retrieval
+//! the reader's answer and pays its rounds and calls (a run with retrieval on the same question, such
+//! as retrieve-then-read or ToQD, joined by example id); where it does not, the gate's own
+//! closed-book answer. Sweeping θ per estimator traces accuracy against retrieval
 //! rounds per question; the `NO!` gate, always retrieving and never retrieving are single points.
 
 use std::fmt::Write;
@@ -11,6 +12,8 @@ use plotters::prelude::*;
 
 use crate::error::{EvalError, Result};
 use crate::gate_eval::{uncertainty_retrieves, GateRecord, Scored};
+#[cfg(test)]
+use crate::gate_eval::ReaderAnswer;
 use crate::plots::{color, ensure_font, err, render, Figure, FONT};
 
 /// The estimators the sweep traces (those the gate compares short answers with).
@@ -22,8 +25,10 @@ pub struct SweepPoint {
     /// `NO!`, `always`, `never`, or the estimator's name.
     pub gate: String,
     pub threshold: Option<f64>,
-    /// Retrieval rounds per question (the share of items the gate retrieves for).
+    /// Retrieval rounds per question: the reader's, on the items the gate retrieves for.
     pub rounds: f64,
+    /// LLM calls per question: the gate's own, plus the reader's where it retrieves.
+    pub calls: f64,
     pub cover_em: f64,
     pub f1: f64,
 }
@@ -32,15 +37,18 @@ fn point(
     records: &[&GateRecord],
     gate: &str,
     threshold: Option<f64>,
+    gate_calls: f64,
     retrieves: impl Fn(&GateRecord) -> bool,
     kept: impl Fn(&GateRecord) -> &Scored,
 ) -> SweepPoint {
-    let (mut rounds, mut cover_em, mut f1) = (0.0, 0.0, 0.0);
+    let (mut rounds, mut calls, mut cover_em, mut f1) = (0.0, 0.0, 0.0, 0.0);
     for r in records {
+        calls += gate_calls;
         let answer = match &r.reader {
             Some(read) if retrieves(r) => {
-                rounds += 1.0;
-                read
+                rounds += read.retrieval_rounds;
+                calls += read.llm_calls;
+                &read.scored
             }
             _ => kept(r),
         };
@@ -48,7 +56,14 @@ fn point(
         f1 += answer.f1;
     }
     let n = records.len().max(1) as f64;
-    SweepPoint { gate: gate.to_string(), threshold, rounds: rounds / n, cover_em: cover_em / n, f1: f1 / n }
+    SweepPoint {
+        gate: gate.to_string(),
+        threshold,
+        rounds: rounds / n,
+        calls: calls / n,
+        cover_em: cover_em / n,
+        f1: f1 / n,
+    }
 }
 
 /// The fixed points and every distinct threshold of each estimator, over the records that have a
@@ -59,9 +74,9 @@ pub fn sweep(records: &[GateRecord]) -> Vec<SweepPoint> {
         return Vec::new();
     }
     let mut points = vec![
-        point(&with, "never", None, |_| false, |r| &r.greedy),
-        point(&with, "always", None, |_| true, |r| &r.greedy),
-        point(&with, "NO!", None, |r| r.said_no, |r| &r.self_verify_answer),
+        point(&with, "never", None, 1.0, |_| false, |r| &r.greedy),
+        point(&with, "always", None, 0.0, |_| true, |r| &r.greedy),
+        point(&with, "NO!", None, 1.0, |r| r.said_no, |r| &r.self_verify_answer),
     ];
     for estimator in SWEPT {
         let mut values: Vec<f64> = with.iter().filter_map(|r| r.uncertainty.get(estimator).copied()).collect();
@@ -71,7 +86,7 @@ pub fn sweep(records: &[GateRecord]) -> Vec<SweepPoint> {
         let below = values.first().map(|v| v - 1e-3);
         for theta in below.into_iter().chain(values) {
             let retrieves = |r: &GateRecord| uncertainty_retrieves(r, estimator, theta);
-            points.push(point(&with, estimator, Some(theta), retrieves, |r| &r.vote));
+            points.push(point(&with, estimator, Some(theta), 1.0, retrieves, |r| &r.vote));
         }
     }
     points
@@ -89,15 +104,19 @@ pub fn render_sweep(points: &[SweepPoint], items: usize) -> String {
         "\nEnd to end over the {items} items with a reader's answer (retrieve: the reader's answer; \
          otherwise the gate's closed-book answer):\n"
     );
-    let _ = writeln!(out, "| gate | θ | retrieval rounds / question | cover-EM | F1 | Δ F1 vs always (pp) |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "| gate | θ | retrieval rounds / question | LLM calls / question | cover-EM | F1 | Δ F1 vs always (pp) |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
     for p in points {
         let theta = p.threshold.map(|t| format!("{t:.3}")).unwrap_or_else(|| "–".into());
         let _ = writeln!(
             out,
-            "| {} | {theta} | {:.2} | {:.1} | {:.1} | {:+.1} |",
+            "| {} | {theta} | {:.2} | {:.2} | {:.1} | {:.1} | {:+.1} |",
             p.gate,
             p.rounds,
+            p.calls,
             100.0 * p.cover_em,
             100.0 * p.f1,
             100.0 * (p.f1 - always.f1)
@@ -218,7 +237,7 @@ mod tests {
             uncertainty: [("deg-jaccard".to_string(), u)].into_iter().collect(),
             vote: scored(closed_book_right),
             vote_share: 1.0,
-            reader: reader_right.map(scored),
+            reader: reader_right.map(|right| ReaderAnswer { scored: scored(right), retrieval_rounds: 2.0, llm_calls: 3.0 }),
         }
     }
 
@@ -242,17 +261,20 @@ mod tests {
         };
         let third = 1.0 / 3.0;
         assert_eq!((find("never", None).rounds, find("never", None).cover_em), (0.0, third));
-        assert_eq!((find("always", None).rounds, find("always", None).cover_em), (1.0, third));
+        // The reader takes 2 rounds and 3 calls per question.
+        let always = find("always", None);
+        assert_eq!((always.rounds, always.calls, always.cover_em), (2.0, 3.0, third));
         let no = find("NO!", None);
-        assert!((no.rounds - third).abs() < 1e-9 && (no.cover_em - 2.0 * third).abs() < 1e-9, "{no:?}");
+        assert!((no.rounds - 2.0 * third).abs() < 1e-9 && (no.cover_em - 2.0 * third).abs() < 1e-9, "{no:?}");
+        assert!((no.calls - 2.0).abs() < 1e-9, "one call each, the reader's three for one: {no:?}");
         // θ = 0.2: only the unsure item retrieves — the best of both.
         let at = find("deg-jaccard", Some(0.2));
-        assert!((at.rounds - third).abs() < 1e-9 && (at.cover_em - 2.0 * third).abs() < 1e-9, "{at:?}");
+        assert!((at.rounds - 2.0 * third).abs() < 1e-9 && (at.cover_em - 2.0 * third).abs() < 1e-9, "{at:?}");
         // Below the smallest U everything retrieves.
-        let lowest = points.iter().filter(|p| p.gate == "deg-jaccard").map(|p| p.rounds).fold(0.0, f64::max);
-        assert_eq!(lowest, 1.0);
+        let most = points.iter().filter(|p| p.gate == "deg-jaccard").map(|p| p.rounds).fold(0.0, f64::max);
+        assert_eq!(most, 2.0);
         let text = render_sweep(&points, 3);
-        assert!(text.contains("| NO! | – | 0.33 | 66.7 | 66.7 | +33.3 |"), "{text}");
+        assert!(text.contains("| NO! | – | 0.67 | 2.00 | 66.7 | 66.7 | +33.3 |"), "{text}");
         assert!(text.contains("- deg-jaccard: 0.00 rounds"), "{text}");
         assert!(sweep(&records[3..]).is_empty(), "no reader, no sweep");
     }

@@ -440,15 +440,23 @@ impl Strategy for Toqd {
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
+        ctx.rec().upsert_node(NodeTrace { id: SINK.to_string(), question: question.to_string(), ..Default::default() });
+        if self.opts.question_gate && self.with_retrieval {
+            if let Some(known) = self.closed_book(ctx, SINK, question).await? {
+                if let Some(c) = known.confidence {
+                    ctx.rec().set_confidence(c);
+                }
+                ctx.rec().update_node(SINK, |n| {
+                    n.decision = Decision::Known;
+                    n.answer = Some(known.answer.clone());
+                });
+                return Ok(Answer { text: known.answer, rationale: None });
+            }
+        }
         // The question's passages come first: with `answer_first` the question is read over them
         // before any plan, and a sure reading answers it with one call.
         let evidence = self.question_evidence(ctx, question).await?;
-        ctx.rec().upsert_node(NodeTrace {
-            id: SINK.to_string(),
-            question: question.to_string(),
-            passages: evidence.clone(),
-            ..Default::default()
-        });
+        ctx.rec().update_node(SINK, |n| n.passages = evidence.clone());
         // A question that asks which of two options comes first or last is planned as one node per
         // option and decided by their dates; its reading of the question would rarely be sure.
         let comparison = if self.opts.compare { Comparison::parse(question) } else { None };

@@ -286,7 +286,7 @@ impl Toqd {
     }
 
     /// The gate: a settled closed-book answer, or `None` when the node should retrieve.
-    async fn closed_book(&self, ctx: &Ctx, id: &str, question: &str) -> Result<Option<Settled>> {
+    pub(super) async fn closed_book(&self, ctx: &Ctx, id: &str, question: &str) -> Result<Option<Settled>> {
         let mut sentinel = None;
         if matches!(self.opts.gate, NodeGate::No | NodeGate::Both) {
             let prompt = ctx.render("toqd_self_verify", &[("question", question)])?;

@@ -94,6 +94,11 @@ pub struct ToqdOptions {
     /// option (asking for its date, written by the model) and the dates decide, with the summary as
     /// the fallback. Off: such questions plan like any other.
     pub compare: bool,
+    /// Ask the node gate (`gate`, with its estimator and threshold) about the question itself before
+    /// any search: when the model knows it closed-book, that answer is final and nothing is
+    /// retrieved. `hopwise gate-eval --items questions` sweeps its threshold against the reader that
+    /// runs otherwise (EVALUATION.md).
+    pub question_gate: bool,
 }
 
 impl Default for ToqdOptions {
@@ -119,6 +124,7 @@ impl Default for ToqdOptions {
             answer_first: true,
             answer_first_confidence: 0.8,
             compare: true,
+            question_gate: false,
         }
     }
 }

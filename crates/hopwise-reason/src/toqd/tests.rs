@@ -902,3 +902,45 @@ async fn a_when_node_that_found_a_name_searches_with_it() {
     assert_eq!(t.node("2").and_then(|n| n.answer.clone()).as_deref(), Some("1901"));
     assert_eq!(t.answer, "Beta", "1901 is earlier than 1921");
 }
+
+/// `question_gate`: the gate asks about the question itself before any search.
+fn question_gate() -> StrategyOptions {
+    with(StrategyOptions::default(), "question_gate", serde_json::json!(true))
+}
+
+#[tokio::test]
+async fn a_question_the_model_knows_closed_book_is_answered_without_a_search() {
+    // Every best guess about the main question names Rush; nothing else would answer it.
+    let llm = ScriptedLlm::new().on_fn(SELF_VERIFY, |p, _| {
+        if p.contains("Hall of Fame drummer") { "Rush".into() } else { "unexpected".into() }
+    });
+    let t = ask("toqd", question_gate(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(purposes(&t), ["uncertainty_samples"], "one request of samples, nothing else");
+    assert_eq!(t.stats.retrieval_rounds, 0);
+    let q = t.node("Q").expect("node Q");
+    assert_eq!(q.decision, Decision::Known);
+    let gate = detail(q).gate.expect("the gate's record on Q");
+    assert_eq!((gate.decision, gate.samples.len(), gate.uncertainty), (GateDecision::Known, 5, 0.0));
+    assert_eq!(t.confidence, Some(1.0));
+}
+
+#[tokio::test]
+async fn an_unsure_question_gate_goes_on_to_the_search() {
+    // The best guesses about the main question disagree; the passages settle it.
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on_fn(SELF_VERIFY, |p, i| if p.contains("Hall of Fame drummer") { format!("Band{i}") } else { "NO!".into() })
+            .on_fn(WITH_CONTEXT, |p, _| if p.contains("Hall of Fame drummer") { "Rush".into() } else { "NO!".into() }),
+    );
+    let t = ask("toqd", question_gate(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(purposes(&t)[..2], ["uncertainty_samples", "read_question"]);
+    assert_eq!(t.stats.retrieval_rounds, 1);
+    let q = t.node("Q").expect("node Q");
+    assert_eq!(q.decision, Decision::Retrieved);
+    assert!(!q.passages.is_empty(), "the question's passages are kept on Q");
+    let gate = detail(q).gate.expect("the gate's record on Q");
+    assert_eq!(gate.decision, GateDecision::Retrieve);
+    assert!(gate.uncertainty > gate.threshold);
+}
