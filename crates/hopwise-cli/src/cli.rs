@@ -409,10 +409,15 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct GateEvalArgs {
-    /// Datasets (normalised JSONL); items are their gold single-hop steps (2Wiki evidence triples,
-    /// MuSiQue decompositions) or else the questions themselves. Repeatable.
-    #[arg(long, required = true)]
+    /// Datasets, a file (normalised JSONL) or a name (e.g. hotpotqa); items are their gold
+    /// single-hop steps (2Wiki evidence triples, MuSiQue decompositions) or else the questions
+    /// themselves. Repeatable.
+    #[arg(long, required_unless_present = "records")]
     pub dataset: Vec<PathBuf>,
+    /// Recompute the report from an earlier run's gate.jsonl instead of asking the model (with
+    /// `--reader`, the sweep too).
+    #[arg(long, conflicts_with = "dataset")]
+    pub records: Option<PathBuf>,
     /// Examples per dataset (each may give several steps).
     #[arg(long)]
     pub limit: Option<usize>,

@@ -139,6 +139,25 @@ async fn gate_eval_sweeps_the_gate_in_front_of_a_reader() {
         );
     }
 
+    // The same report from the records alone: no model call.
+    let asked = server.request_count();
+    let again_dir = tmp.path().join("again");
+    let mut again = hopwise_command();
+    again
+        .args(["--base-url", &server.base_url(), "--model", "scripted", "gate-eval", "--no-cache"])
+        .arg("--records")
+        .arg(out_dir.join("gate.jsonl"))
+        .arg("--reader")
+        .arg(&reader)
+        .arg("--out")
+        .arg(&again_dir);
+    let out = output(again).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(server.request_count(), asked, "recomputed without the model");
+    let recomputed = std::fs::read_to_string(again_dir.join("gate.md")).expect("gate.md");
+    let tables = |r: &str| r.split_once("### ").map(|(_, t)| t.to_string()).unwrap_or_default();
+    assert_eq!(tables(&recomputed), tables(&report), "the same tables");
+
     let mut missing = hopwise_command();
     missing
         .args(["--base-url", &server.base_url(), "--model", "scripted", "gate-eval", "--no-cache"])

@@ -62,7 +62,9 @@ impl Scored {
 pub struct ReaderAnswer {
     #[serde(flatten)]
     pub scored: Scored,
+    #[serde(default)]
     pub retrieval_rounds: f64,
+    #[serde(default)]
     pub llm_calls: f64,
 }
 

@@ -101,8 +101,9 @@ pub fn render_sweep(points: &[SweepPoint], items: usize) -> String {
     };
     let _ = writeln!(
         out,
-        "\nEnd to end over the {items} items with a reader's answer (retrieve: the reader's answer; \
-         otherwise the gate's closed-book answer):\n"
+        "\nEnd to end over the {items} items with a reader's answer (where the gate retrieves, the \
+         reader's answer, rounds and calls; elsewhere the gate's closed-book answer; `always` is the \
+         reader alone, `never` the greedy closed-book answer):\n"
     );
     let _ = writeln!(
         out,
@@ -154,12 +155,15 @@ impl Figure for SweepFigure<'_> {
         DB::ErrorType: 'static,
     {
         root.fill(&WHITE).map_err(err)?;
+        // Room for the rightmost label and for the legend under the highest point.
+        let x_max = self.points.iter().map(|p| p.rounds).fold(1.0, f64::max) * 1.12;
+        let y_max = (self.points.iter().map(|p| 100.0 * p.cover_em).fold(0.0, f64::max) * 1.25 + 5.0).min(100.0);
         let mut chart = ChartBuilder::on(root)
             .caption(self.title, (FONT, 20))
             .margin(15)
             .x_label_area_size(45)
             .y_label_area_size(55)
-            .build_cartesian_2d(-0.02..1.05, 0.0..100.0)
+            .build_cartesian_2d(-0.02..x_max, 0.0..y_max)
             .map_err(err)?;
         chart
             .configure_mesh()

@@ -1,7 +1,11 @@
-//! `hopwise gate-eval`: how well each retrieval gate tells the single-fact questions the model gets
-//! wrong closed-book from those it gets right (hopwise_eval::gate_eval).
+//! `hopwise gate-eval`: how well each retrieval gate tells the questions (or single-hop steps) the
+//! model gets wrong closed-book from those it gets right (hopwise_eval::gate_eval), and with
+//! `--reader`, what the gate in front of a reader costs and scores end to end
+//! (hopwise_eval::gate_sweep). `--records` recomputes the report from an earlier run's records
+//! without a model.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -20,15 +24,6 @@ pub async fn run(config: Config, args: GateEvalArgs) -> Result<ExitCode> {
     if args.samples < 2 {
         bail!("--samples must be at least 2 (the estimators compare samples)");
     }
-    let kind = match args.items {
-        GateItems::Auto => ItemKind::Auto,
-        GateItems::Questions => ItemKind::Questions,
-    };
-    let mut sets = Vec::new();
-    for path in &args.dataset {
-        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        sets.push((name, gate_items(path, args.limit, kind)?));
-    }
     let mut readers = Vec::new();
     for path in &args.reader {
         if !path.is_file() {
@@ -36,46 +31,28 @@ pub async fn run(config: Config, args: GateEvalArgs) -> Result<ExitCode> {
         }
         readers.extend(hopwise_eval::results::read_results(path)?.0);
     }
-    let base = backends::build_llm(&config, true).await?;
-    let llm: Arc<dyn Llm> = if args.no_cache {
-        base
-    } else {
-        Arc::new(CachedLlm::new(base, config.home_dir().join("cache").join("llm"), CacheMode::ReadWrite))
+    let mut reader_names: Vec<&str> = readers.iter().map(|r| r.strategy.as_str()).collect();
+    reader_names.dedup();
+    let reader_name = reader_names.join(" + ");
+    let (sets, header) = match &args.records {
+        Some(path) => (read_records(path)?, format!("Recomputed from `{}`.\n\n", path.display())),
+        None => {
+            let (sets, model) = judge_all(&config, &args).await?;
+            (sets, format!("Model `{model}`, {} samples at temperature {}.\n\n", args.samples, args.temperature))
+        }
     };
-    let prompts = Arc::new(config.prompts()?);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut lines = std::fs::File::create(args.out.join("gate.jsonl")).context("gate.jsonl")?;
-    let mut report = format!(
-        "# Retrieval gates against the closed-book oracle\n\nModel `{}`, {} samples at temperature {}.\n\n",
-        llm.name(),
-        args.samples,
-        args.temperature
-    );
-    for (name, items) in sets {
-        let total = items.len();
-        let label = name.as_str();
-        let mut records: Vec<GateRecord> = stream::iter(items)
-            .map(|item| judge(llm.clone(), prompts.clone(), item, args.samples, args.temperature))
-            .buffered(args.concurrency.max(1))
-            .enumerate()
-            .map(|(i, record)| {
-                eprint!("\r{label}: {}/{total}", i + 1);
-                record
-            })
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<hopwise_eval::Result<_>>()?;
-        eprintln!();
+    let mut report = format!("# Retrieval gates against the closed-book oracle\n\n{header}");
+    for (name, mut records) in sets {
         if !readers.is_empty() {
             let joined = join_reader(&mut records, &readers);
-            eprintln!("{label}: {joined} of {total} items have a reader's answer");
+            eprintln!("{name}: {joined} of {} items have a reader's answer", records.len());
             let points = sweep(&records);
             if !points.is_empty() {
                 let stem = args.out.join(format!("gate-{name}"));
-                if let Err(e) =
-                    draw_sweep(&format!("{name}: a retrieval gate in front of the question"), &points, &stem)
-                {
+                let title = format!("{name}: a retrieval gate in front of {reader_name}");
+                if let Err(e) = draw_sweep(&title, &points, &stem) {
                     eprintln!("warning: sweep plot not drawn: {e}");
                 }
             }
@@ -91,4 +68,74 @@ pub async fn run(config: Config, args: GateEvalArgs) -> Result<ExitCode> {
     std::fs::write(args.out.join("gate.md"), &report)?;
     print!("{report}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks the model about every item of every `--dataset`; the records per dataset, and the model's name.
+async fn judge_all(config: &Config, args: &GateEvalArgs) -> Result<(Vec<(String, Vec<GateRecord>)>, String)> {
+    if args.dataset.is_empty() {
+        bail!("give --dataset (items to ask the model about) or --records (an earlier run's gate.jsonl)");
+    }
+    let kind = match args.items {
+        GateItems::Auto => ItemKind::Auto,
+        GateItems::Questions => ItemKind::Questions,
+    };
+    let mut sets = Vec::new();
+    for path in &crate::commands::data::resolve_datasets(config, &args.dataset)? {
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        sets.push((name, gate_items(path, args.limit, kind)?));
+    }
+    let base = backends::build_llm(config, true).await?;
+    let llm: Arc<dyn Llm> = if args.no_cache {
+        base
+    } else {
+        Arc::new(CachedLlm::new(base, config.home_dir().join("cache").join("llm"), CacheMode::ReadWrite))
+    };
+    let prompts = Arc::new(config.prompts()?);
+    let mut out = Vec::new();
+    for (name, items) in sets {
+        let total = items.len();
+        let label = name.as_str();
+        let records: Vec<GateRecord> = stream::iter(items)
+            .map(|item| judge(llm.clone(), prompts.clone(), item, args.samples, args.temperature))
+            .buffered(args.concurrency.max(1))
+            .enumerate()
+            .map(|(i, record)| {
+                eprint!("\r{label}: {}/{total}", i + 1);
+                record
+            })
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<hopwise_eval::Result<_>>()?;
+        eprintln!();
+        out.push((name, records));
+    }
+    Ok((out, llm.name().to_string()))
+}
+
+/// An earlier run's `gate.jsonl`, grouped by its `dataset` field in order of first appearance.
+fn read_records(path: &Path) -> Result<Vec<(String, Vec<GateRecord>)>> {
+    let file = std::fs::File::open(path).with_context(|| format!("--records {}", path.display()))?;
+    let mut sets: Vec<(String, Vec<GateRecord>)> = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("reading {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(&line).with_context(|| format!("{} line {}: not JSON", path.display(), n + 1))?;
+        let dataset = value["dataset"].as_str().unwrap_or("items").to_string();
+        let mut record: GateRecord = serde_json::from_value(value)
+            .with_context(|| format!("{} line {}: not a gate record", path.display(), n + 1))?;
+        // The reader is joined again from --reader; an old one would outlive a changed results file.
+        record.reader = None;
+        match sets.iter_mut().find(|(name, _)| *name == dataset) {
+            Some((_, records)) => records.push(record),
+            None => sets.push((dataset, vec![record])),
+        }
+    }
+    if sets.is_empty() {
+        bail!("--records {}: no records", path.display());
+    }
+    Ok(sets)
 }
