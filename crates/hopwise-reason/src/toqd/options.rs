@@ -44,9 +44,10 @@ pub struct ToqdOptions {
     /// Ask the model for the topology; without it sub-questions form a chain in list order.
     pub construct: bool,
     /// Ask the node gate whether the model knows a node's answer before it reads passages; without
-    /// it every node reads. Off by default: the local 1.5B model's closed-book answers to single-hop
-    /// steps were right 1-4% of the time (`hopwise gate-eval`, EVALUATION.md), so the gate cost a call
-    /// per node and saved almost none. Turn it on for models that know more.
+    /// it every node reads. Off by default: the local 1.5B model declines nearly every question under
+    /// the `NO!` protocol and knows 12-18 % of dev questions closed-book (`hopwise gate-eval`,
+    /// EVALUATION.md), so the gate costs a call per node and saves few searches. Turn it on for
+    /// models that know more.
     pub self_verify: bool,
     /// Rewrite internal nodes with their predecessors' answers.
     pub rewrite: bool,
