@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use common::{hopwise_command as hopwise, sample_index};
 use hopwise_core::{Decision, EventKind, Trace};
-use hopwise_reason::details::{self, hgot::{HgotNode, HgotTrace, SigmaEntry}, sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate}, toqd::ToqdNode};
+use hopwise_reason::details::{self, hgot::{HgotNode, HgotTrace, SigmaEntry}, sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate}, toqd::{GateDecision, ToqdNode}};
 
 /// Model tests run one at a time (1 inference thread each), even under `--test-threads 2`.
 static MODEL: Mutex<()> = Mutex::new(());
@@ -88,6 +88,37 @@ fn toqd_reads_the_question_first_with_the_local_model() {
     } else {
         assert_eq!(purposes.get(1).map(String::as_str), Some("decompose"), "{purposes:?}");
         assert_eq!(detail.summary.map(|s| s.pooled_readings), Some(5), "{}", q.extra);
+    }
+}
+
+/// `question_gate`: the first request is the gate's five best guesses about the question; node Q
+/// records them with U and the decision, and the question was searched exactly when the gate said
+/// retrieve.
+#[test]
+fn toqd_question_gate_with_the_local_model() {
+    let _one_model_at_a_time = MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let index = sample_index(tmp.path());
+    let trace = ask_local(&index, "toqd", &["--r-max", "1", "--opt", "question_gate=true"]);
+
+    let purposes = trace.call_purposes();
+    assert_eq!(purposes.first().map(String::as_str), Some("uncertainty_samples"), "{purposes:?}");
+    let q = trace.node("Q").expect("node Q");
+    let detail: ToqdNode = details::read(q).expect("node Q's ToQD detail");
+    let gate = detail.gate.expect("the gate's record on Q");
+    assert_eq!(gate.samples.len(), 5, "{gate:?}");
+    assert!(gate.uncertainty.is_finite() && gate.uncertainty >= 0.0, "{gate:?}");
+    let retrieved = gate.decision == GateDecision::Retrieve;
+    assert_eq!(trace.stats.retrieval_rounds > 0, retrieved, "searched exactly when the gate said so: {gate:?}");
+    if retrieved {
+        // Disagreement, or fewer than half the samples behind one answer.
+        let top = gate.vote.iter().map(|row| row.count).max().unwrap_or(0);
+        assert!(gate.uncertainty > gate.threshold || 2 * top < gate.samples.len(), "{gate:?}");
+        evidence_is_from_the_sample(&trace);
+    } else {
+        assert_eq!((purposes.len(), q.decision), (1, Decision::Known), "{purposes:?}");
+        assert!(gate.uncertainty <= gate.threshold, "{gate:?}");
+        assert_eq!(Some(trace.answer.as_str()), q.answer.as_deref());
     }
 }
 
