@@ -10,16 +10,35 @@ use crate::protocol::answer;
 /// A node's answer from one reply, or `None` when it gives none: the `NO!` sentinel or a hedge, a
 /// bare yes/no to a question that is not a yes/no question, or, to a question that asks when, an
 /// answer with no number in it (a small model often answers "When was the director of X born?" with
-/// the director's name: a step of the way, not the date). A reply such as "Yes, Neil Peart was …" to
-/// a wh-question keeps what follows the yes (small models open with it).
+/// the director's name: a step of the way, not the date), or an answer that only repeats the question's
+/// own words ([`echoes`]). A reply such as "Yes, Neil Peart was …" to a wh-question keeps what follows
+/// the yes (small models open with it).
 pub fn read_node_answer(question: &str, reply: &str) -> Option<String> {
     read_any_answer(question, reply).filter(|answer| fits(question, answer))
 }
 
 /// Whether `answer` can answer `question` at all: to a question that asks when, it must hold a
-/// number.
+/// number ([`dated_if_asked`]), and it must say something the question does not ([`echoes`]).
 pub fn fits(question: &str, answer: &str) -> bool {
+    dated_if_asked(question, answer) && !echoes(question, answer)
+}
+
+/// To a question that asks when, an answer must hold a number; any answer passes otherwise.
+pub fn dated_if_asked(question: &str, answer: &str) -> bool {
     !asks_when(question) || answer.chars().any(|c| c.is_ascii_digit())
+}
+
+/// Whether `answer` only repeats a name or phrase the question already gives ("What was Tottenham
+/// Hotspur commonly referred to as?" read as "Tottenham Hotspur"): a small model that cannot find
+/// the answer often hands back the entity the question is about. A question that names its options
+/// ("…, A or B?") is answered by one of them, and a yes/no question by yes or no, so neither echoes.
+pub fn echoes(question: &str, answer: &str) -> bool {
+    let short = normalize_answer(answer);
+    if short.is_empty() || parse::is_yes_no_question(question) {
+        return false;
+    }
+    let long = normalize_answer(question);
+    !contains_words(&long, "or") && contains_words(&long, &short)
 }
 
 /// Whether `question` asks for a date or year ("When …", "In what year …", "On which date …").
@@ -178,6 +197,22 @@ mod tests {
         assert!(asks_when("What year was Jaws released?"));
         assert!(!asks_when("What is the name of the director?") && !asks_when("Who was born first?"));
         assert_eq!(read_node_answer("Who directed Jaws?", "Steven Spielberg").as_deref(), Some("Steven Spielberg"));
+    }
+
+    #[test]
+    fn an_answer_that_only_repeats_the_question_is_no_answer() {
+        let q = "What was the English football club Tottenham Hotspur that Leonard Francis played for commonly referred to as?";
+        assert_eq!(read_node_answer(q, "Tottenham Hotspur"), None);
+        assert_eq!(read_node_answer(q, "The Tottenham Hotspur."), None, "articles and punctuation aside");
+        assert_eq!(read_node_answer(q, "Spurs").as_deref(), Some("Spurs"));
+        assert_eq!(read_node_answer(q, "Tottenham Hotspur F.C.").as_deref(), Some("Tottenham Hotspur F.C"), "says more");
+        // Options and yes/no questions are answered with the question's own words.
+        let options = "Which band has released more albums, Sick Puppies or Third Eye Blind?";
+        assert_eq!(read_node_answer(options, "Third Eye Blind").as_deref(), Some("Third Eye Blind"));
+        assert_eq!(read_node_answer("Is Rush a band?", "Yes").as_deref(), Some("Yes"));
+        // Whole words only: "Rush" is not in "Rushmore".
+        assert_eq!(read_node_answer("Who carved Mount Rushmore?", "Rush").as_deref(), Some("Rush"));
+        assert!(echoes("Where was Grover Jones born? (Grover Jones; Indiana)", "Grover Jones"));
     }
 
     #[test]

@@ -523,9 +523,17 @@ impl Strategy for Toqd {
         if let Some(answer) = decided_by_dates.and_then(|c| self.decide(ctx, c, &dag)) {
             return Ok(answer);
         }
-        let dialog: Vec<(String, String)> =
-            dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).map(|(_, q, a)| (q, a)).collect();
-        let last_answer = dialog.last().map(|(_, a)| a.clone()).unwrap_or_default();
+        let answered: Vec<(String, String, String)> =
+            dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).collect();
+        let last_answer = answered.last().map(|(_, _, a)| a.clone()).unwrap_or_default();
+        // The summary's facts are the answers nodes settled; a best-effort guess from passages that
+        // did not answer the node is left out (on dev traces such guesses, repeated by several
+        // nodes, outvoted the one node that had found the answer).
+        let dialog: Vec<(String, String)> = answered
+            .into_iter()
+            .filter(|(id, _, _)| !ctx.rec().node(id).is_some_and(|n| n.best_effort))
+            .map(|(_, q, a)| (q, a))
+            .collect();
         match self.summarise(ctx, question, &dialog, &evidence, &pooled, comparison.as_ref()).await {
             Ok(Some((text, rationale, confidence))) => {
                 if let Some(c) = confidence {

@@ -4,7 +4,7 @@
 
 use hopwise_core::{Decision, GenParams, Passage, Repair};
 
-use super::answers::{comparable, fits, leaf_query, read_any_answer, read_node_answer, vote};
+use super::answers::{comparable, dated_if_asked, echoes, fits, leaf_query, read_any_answer, read_node_answer, vote};
 use super::options::NodeGate;
 use super::{capped, child_graph, QuestionState, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::{format_dialog, format_passages, Ctx};
@@ -398,10 +398,14 @@ impl Toqd {
     }
 }
 
-/// What the samples named most often among the answers that do not fit the question (a name for
-/// a "when" question); `None` when all fit.
+/// What the samples named most often instead of the date a "when" question asks for (the
+/// director rather than the director's birth date), leaving out what only repeats the question;
+/// `None` when there is no such answer.
 fn lead_of(question: &str, named: &[Option<String>]) -> Option<String> {
-    let unfit: Vec<Option<String>> = named.iter().map(|a| a.clone().filter(|a| !fits(question, a))).collect();
+    let unfit: Vec<Option<String>> = named
+        .iter()
+        .map(|a| a.clone().filter(|a| !dated_if_asked(question, a) && !echoes(question, a)))
+        .collect();
     Some(vote(&unfit).answer).filter(|top| !top.is_empty())
 }
 

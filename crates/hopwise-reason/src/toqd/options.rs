@@ -53,7 +53,9 @@ pub struct ToqdOptions {
     pub rewrite: bool,
     /// Constrain list and edge outputs with a grammar where the backend supports it.
     pub grammar: bool,
-    /// Most sub-questions kept from one decomposition.
+    /// Most sub-questions kept from one decomposition, in list order. The decomposition prompt asks
+    /// for 2 to 4; the local 1.5B often lists 6 to 8 for a two-hop question, and the extra nodes
+    /// (paraphrases of the first ones) cost calls and could not be answered.
     pub max_subquestions: usize,
     /// How a node decides that it needs retrieval.
     pub gate: NodeGate,
@@ -111,7 +113,7 @@ impl Default for ToqdOptions {
             self_verify: false,
             rewrite: true,
             grammar: true,
-            max_subquestions: 6,
+            max_subquestions: 4,
             gate: NodeGate::Uncertainty,
             uncertainty: Estimator::DegJaccard,
             threshold: None,

@@ -521,6 +521,28 @@ async fn the_defaults_read_the_question_passages_without_a_closed_book_gate_or_c
 }
 
 #[tokio::test]
+async fn a_best_effort_guess_is_not_a_fact_for_the_summary() {
+    // Node 2's passages do not answer it, so its best-effort guess stays on the node but is kept
+    // out of the facts the summary reads; node 1's settled answer is there.
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on_fn(WITH_CONTEXT, |p, _| if p.contains("Which band released") { "Rush".into() } else { "NO!".into() })
+            .on(BEST_EFFORT, "Geddy Lee")
+            .on_fn(SUMMARY, |p, _| {
+                let facts = p.split("Facts gathered").nth(1).and_then(|s| s.split("Question:").next()).unwrap_or_default();
+                match (facts.contains("Rush"), facts.contains("Geddy Lee")) {
+                    (true, false) => "Answer: Rush".into(),
+                    _ => "Answer: wrong facts".into(),
+                }
+            }),
+    );
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let n2 = t.node("2").expect("node 2");
+    assert!(n2.best_effort && n2.answer.as_deref() == Some("Geddy Lee"), "{n2:?}");
+    assert_eq!(t.answer, "Rush");
+}
+
+#[tokio::test]
 async fn a_leaf_that_lost_the_entity_searches_with_the_questions_names() {
     let llm = sampling_model_after(
         ScriptedLlm::new()
