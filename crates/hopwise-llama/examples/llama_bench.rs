@@ -20,7 +20,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = ensure_model(&model, &default_home(), &mut |_| {})?;
     println!("model: {model} ({})\nthreads: {threads}\nload average at start: {}\n", path.display(), load_average());
 
-    let config = LocalConfig { threads: Some(threads), n_ctx: 4096, ..LocalConfig::default() };
+    // No prefix cache: the repeated prompts below must be evaluated every time, not served from it.
+    let config = LocalConfig { threads: Some(threads), n_ctx: 4096, prefix_cache: false, ..LocalConfig::default() };
     let llm = LocalLlm::load(&path, config.clone())?;
     let info = llm.info().clone();
     println!("| measure | value |\n|---|---|");
