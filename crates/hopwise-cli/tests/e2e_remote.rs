@@ -47,21 +47,33 @@ async fn index_into_typesense_resume_after_kill_and_ask_through_it() {
         .expect("store");
         let mut cmd = hopwise(&server);
         cmd.args(["index", "--backend", "typesense", "--collection", "big", "--batch", "4", "--json"]).arg(&big);
-        cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        // stderr goes to a file: if the run ends or stalls before the kill, the assertion shows why.
+        let log = tmp.path().join("index-stderr.log");
+        cmd.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&log).expect("stderr log"));
         let mut child = cmd.spawn().expect("spawn hopwise index");
         let started = Instant::now();
         let mut before_kill = 0;
-        while started.elapsed() < Duration::from_secs(120) {
+        let mut exited = None;
+        while started.elapsed() < Duration::from_secs(300) {
             before_kill = store.count().await.unwrap_or(0);
             if before_kill >= 24 {
                 break;
             }
+            if let Ok(Some(status)) = child.try_wait() {
+                exited = Some(status);
+                break;
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        child.kill().expect("SIGKILL hopwise index");
+        let _ = child.kill();
         let _ = child.wait();
         let partial = store.count().await.expect("count");
-        assert!(partial >= 24 && partial < n, "killed at {before_kill}, {partial} stored of {n}");
+        assert!(
+            partial >= 24 && partial < n,
+            "killed at {before_kill}, {partial} stored of {n} after {:?} (exited early: {exited:?}); stderr:\n{}",
+            started.elapsed(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
 
         let mut cmd = hopwise(&server);
         cmd.args(["index", "--backend", "typesense", "--collection", "big", "--batch", "16", "--json"]).arg(&big);

@@ -6,9 +6,11 @@
 //! drift to cosine ≈ 0.98–0.997 against the f32 model. One scale per 32 values keeps every passage
 //! we measured at ≥ 0.9994 (BENCHMARKS.md).
 //!
-//! The product runs on AVX-512 VNNI (`vpdpbusd`) when the CPU has it, detected at run time, and on
-//! portable scalar code otherwise; both use the same packed weights and give the same integers.
+//! The product runs on AVX-512 VNNI (`vpdpbusd`) when the CPU has it, else on AVX2, detected at run
+//! time, and on portable scalar code otherwise; all use the same packed weights and compute the same
+//! integer dot products (only the order of the f32 scaling differs).
 
+mod avx2;
 mod avx512;
 mod portable;
 
@@ -85,6 +87,9 @@ impl Int8Linear {
             // SAFETY: `available` checked the CPU features the kernel is compiled for; shapes were
             // checked above and the buffers were built by `new` and `quantize` with those shapes.
             unsafe { avx512::gemm(self, x, out) }
+        } else if avx2::available() {
+            // SAFETY: as above, for AVX2.
+            unsafe { avx2::gemm(self, x, out) }
         } else {
             portable::gemm(self, x, out)
         }
@@ -180,6 +185,31 @@ mod tests {
             }
         }
         check(7, 96, 40, |l, q, o| l.forward(q, o));
+    }
+
+    #[test]
+    fn avx2_kernel_matches_the_portable_one() {
+        if !avx2::available() {
+            return;
+        }
+        let mut seed = 5;
+        for (rows, k, n) in [(1, 32, 16), (5, 96, 40), (9, 384, 64), (4, 1536, 384)] {
+            let x: Vec<f32> = (0..rows * k).map(|_| lcg(&mut seed)).collect();
+            let w: Vec<f32> = (0..n * k).map(|_| lcg(&mut seed)).collect();
+            let b: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
+            let layer = Int8Linear::new(&w, &b, n, k).expect("layer");
+            let mut q = QuantizedRows::default();
+            q.quantize(&x, rows, k);
+            let (mut fast, mut slow) = (vec![f32::NAN; rows * n], vec![0f32; rows * n]);
+            // SAFETY: AVX2 is available; the shapes come from `new` and `quantize`.
+            unsafe { avx2::gemm(&layer, &q, &mut fast) };
+            portable::gemm(&layer, &q, &mut slow);
+            for (a, b) in fast.iter().zip(&slow) {
+                assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b} ({rows}x{k}x{n})");
+            }
+        }
+        // SAFETY: as above.
+        check(7, 96, 40, |l, q, o| unsafe { avx2::gemm(l, q, o) });
     }
 
     #[test]

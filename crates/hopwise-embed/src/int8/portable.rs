@@ -1,4 +1,4 @@
-//! The int8 product in plain Rust, for CPUs without AVX-512 VNNI (and as the kernels' reference).
+//! The int8 product in plain Rust, for CPUs without AVX2 (and as the kernels' reference).
 
 use super::{block_scale, Int8Linear, QuantizedRows, BLOCK, GROUP, PANEL};
 
