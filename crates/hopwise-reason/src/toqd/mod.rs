@@ -526,12 +526,15 @@ impl Strategy for Toqd {
         let answered: Vec<(String, String, String)> =
             dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).collect();
         let last_answer = answered.last().map(|(_, _, a)| a.clone()).unwrap_or_default();
-        // The summary's facts are the answers nodes settled; a best-effort guess from passages that
-        // did not answer the node is left out (on dev traces such guesses, repeated by several
-        // nodes, outvoted the one node that had found the answer).
+        // The summary's facts are the answers nodes settled; best-effort guesses from passages that
+        // did not answer their node are left out when any node settled (on dev traces such guesses,
+        // repeated by several nodes, outvoted the one node that had found the answer), and kept when
+        // none did (a guess that names the right entity is then the best lead the summary has).
+        let settled = |id: &str| !ctx.rec().node(id).is_some_and(|n| n.best_effort);
+        let any_settled = answered.iter().any(|(id, _, _)| settled(id));
         let dialog: Vec<(String, String)> = answered
             .into_iter()
-            .filter(|(id, _, _)| !ctx.rec().node(id).is_some_and(|n| n.best_effort))
+            .filter(|(id, _, _)| !any_settled || settled(id))
             .map(|(_, q, a)| (q, a))
             .collect();
         match self.summarise(ctx, question, &dialog, &evidence, &pooled, comparison.as_ref()).await {

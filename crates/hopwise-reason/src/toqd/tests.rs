@@ -543,6 +543,27 @@ async fn a_best_effort_guess_is_not_a_fact_for_the_summary() {
 }
 
 #[tokio::test]
+async fn best_effort_guesses_are_the_summarys_facts_when_no_node_settled() {
+    // No node's passages answer it: the guesses are all the graph has, so the summary reads them.
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on(WITH_CONTEXT, "NO!")
+            .on_fn(BEST_EFFORT, |p, _| if p.contains("Which band released") { "Rush".into() } else { "Neil Peart".into() })
+            .on_fn(SUMMARY, |p, _| {
+                let facts = p.split("Facts gathered").nth(1).and_then(|s| s.split("Question:").next()).unwrap_or_default();
+                match (facts.contains("Rush"), facts.contains("Neil Peart")) {
+                    (true, true) => "Answer: Rush".into(),
+                    _ => "Answer: wrong facts".into(),
+                }
+            }),
+    );
+    let t = ask("toqd", StrategyOptions::default(), llm, Some(corpus()), Budget::default()).await;
+    let guessed = ["1", "2"].map(|id| t.node(id).is_some_and(|n| n.best_effort));
+    assert_eq!(guessed, [true, true], "{:?}", t.nodes);
+    assert_eq!(t.answer, "Rush");
+}
+
+#[tokio::test]
 async fn a_leaf_that_lost_the_entity_searches_with_the_questions_names() {
     let llm = sampling_model_after(
         ScriptedLlm::new()
