@@ -167,23 +167,31 @@ mod tests {
         check(13, 384, 64, |l, q, o| portable::gemm(l, q, o));
     }
 
-    #[test]
-    fn dispatched_kernel_matches_the_portable_one() {
-        let mut seed = 3;
-        for (rows, k, n) in [(1, 32, 16), (7, 96, 40), (13, 384, 64), (25, 64, 96)] {
+    /// Compares `kernel` with the portable kernel on random layers of the given shapes.
+    fn matches_portable(
+        mut seed: u64,
+        shapes: &[(usize, usize, usize)],
+        kernel: impl Fn(&Int8Linear, &QuantizedRows, &mut [f32]),
+    ) {
+        for &(rows, k, n) in shapes {
             let x: Vec<f32> = (0..rows * k).map(|_| lcg(&mut seed)).collect();
             let w: Vec<f32> = (0..n * k).map(|_| lcg(&mut seed)).collect();
             let b: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
             let layer = Int8Linear::new(&w, &b, n, k).expect("layer");
             let mut q = QuantizedRows::default();
             q.quantize(&x, rows, k);
-            let (mut fast, mut slow) = (vec![0f32; rows * n], vec![0f32; rows * n]);
-            layer.forward(&q, &mut fast);
+            let (mut fast, mut slow) = (vec![f32::NAN; rows * n], vec![0f32; rows * n]);
+            kernel(&layer, &q, &mut fast);
             portable::gemm(&layer, &q, &mut slow);
             for (a, b) in fast.iter().zip(&slow) {
                 assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b} ({rows}x{k}x{n})");
             }
         }
+    }
+
+    #[test]
+    fn dispatched_kernel_matches_the_portable_one() {
+        matches_portable(3, &[(1, 32, 16), (7, 96, 40), (13, 384, 64), (25, 64, 96)], |l, q, o| l.forward(q, o));
         check(7, 96, 40, |l, q, o| l.forward(q, o));
     }
 
@@ -192,23 +200,10 @@ mod tests {
         if !avx2::available() {
             return;
         }
-        let mut seed = 5;
-        for (rows, k, n) in [(1, 32, 16), (5, 96, 40), (9, 384, 64), (4, 1536, 384)] {
-            let x: Vec<f32> = (0..rows * k).map(|_| lcg(&mut seed)).collect();
-            let w: Vec<f32> = (0..n * k).map(|_| lcg(&mut seed)).collect();
-            let b: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
-            let layer = Int8Linear::new(&w, &b, n, k).expect("layer");
-            let mut q = QuantizedRows::default();
-            q.quantize(&x, rows, k);
-            let (mut fast, mut slow) = (vec![f32::NAN; rows * n], vec![0f32; rows * n]);
-            // SAFETY: AVX2 is available; the shapes come from `new` and `quantize`.
-            unsafe { avx2::gemm(&layer, &q, &mut fast) };
-            portable::gemm(&layer, &q, &mut slow);
-            for (a, b) in fast.iter().zip(&slow) {
-                assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b} ({rows}x{k}x{n})");
-            }
-        }
-        // SAFETY: as above.
+        // SAFETY (both closures): AVX2 is available; the shapes come from `new` and `quantize`.
+        matches_portable(5, &[(1, 32, 16), (5, 96, 40), (9, 384, 64), (4, 1536, 384)], |l, q, o| unsafe {
+            avx2::gemm(l, q, o)
+        });
         check(7, 96, 40, |l, q, o| unsafe { avx2::gemm(l, q, o) });
     }
 

@@ -520,6 +520,11 @@ async fn the_defaults_read_the_question_passages_without_a_closed_book_gate_or_c
     assert!(t.notes.iter().any(|n| n.contains("max_expansions")), "{:?}", t.notes);
 }
 
+/// The facts section of a summary prompt (between "Facts gathered" and the question).
+fn summary_facts(prompt: &str) -> &str {
+    prompt.split("Facts gathered").nth(1).and_then(|s| s.split("Question:").next()).unwrap_or_default()
+}
+
 #[tokio::test]
 async fn a_best_effort_guess_is_not_a_fact_for_the_summary() {
     // Node 2's passages do not answer it, so its best-effort guess stays on the node but is kept
@@ -529,7 +534,7 @@ async fn a_best_effort_guess_is_not_a_fact_for_the_summary() {
             .on_fn(WITH_CONTEXT, |p, _| if p.contains("Which band released") { "Rush".into() } else { "NO!".into() })
             .on(BEST_EFFORT, "Geddy Lee")
             .on_fn(SUMMARY, |p, _| {
-                let facts = p.split("Facts gathered").nth(1).and_then(|s| s.split("Question:").next()).unwrap_or_default();
+                let facts = summary_facts(p);
                 match (facts.contains("Rush"), facts.contains("Geddy Lee")) {
                     (true, false) => "Answer: Rush".into(),
                     _ => "Answer: wrong facts".into(),
@@ -550,7 +555,7 @@ async fn best_effort_guesses_are_the_summarys_facts_when_no_node_settled() {
             .on(WITH_CONTEXT, "NO!")
             .on_fn(BEST_EFFORT, |p, _| if p.contains("Which band released") { "Rush".into() } else { "Neil Peart".into() })
             .on_fn(SUMMARY, |p, _| {
-                let facts = p.split("Facts gathered").nth(1).and_then(|s| s.split("Question:").next()).unwrap_or_default();
+                let facts = summary_facts(p);
                 match (facts.contains("Rush"), facts.contains("Neil Peart")) {
                     (true, true) => "Answer: Rush".into(),
                     _ => "Answer: wrong facts".into(),
