@@ -157,6 +157,27 @@ pub fn key_terms(question: &str) -> Vec<String> {
     terms
 }
 
+/// The name a sub-question asks about when all it asks is who or what that name of the main
+/// question is ("Who was Eddie Fisher?"): the question already identifies the entity, so the name
+/// itself is the answer its successors need. `None` for any other sub-question ("Who was Eddie
+/// Fisher's wife?", "Who is the director of X?").
+pub fn names_only(sub_question: &str, main_question: &str) -> Option<String> {
+    let body = sub_question.trim().trim_end_matches(['?', '.', ' ']);
+    let lower = body.to_lowercase();
+    let start = ["who was ", "who is ", "who were ", "who are ", "what is ", "what was "]
+        .iter()
+        .find_map(|p| lower.starts_with(p).then_some(p.len()))?;
+    let name = body.get(start..)?.trim();
+    const CONNECTORS: &[&str] = &["of", "the", "de", "del", "da", "di", "von", "van", "der", "la", "le", "du", "and", "y"];
+    let words: Vec<&str> = name.split_whitespace().collect();
+    let capitalised = |w: &&str| w.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+    let is_name = words.first().is_some_and(capitalised)
+        && words.iter().all(|w| capitalised(w) || CONNECTORS.contains(w))
+        && !name.ends_with("'s")
+        && !name.ends_with("\u{2019}s");
+    (is_name && main_question.to_lowercase().contains(&name.to_lowercase())).then(|| name.to_string())
+}
+
 /// The retrieval query for a sub-question that has no predecessors: the sub-question itself, plus
 /// the main question's names when it mentions none of them (a decomposition that lost the entity
 /// would otherwise search for nothing in particular). Returns the query and whether it was filled.
@@ -246,6 +267,20 @@ mod tests {
         assert!(terms.contains(&"Canadian".to_string()));
         assert!(terms.contains(&"Modern Drummer Hall".to_string()));
         assert!(!terms.iter().any(|t| t.starts_with("Which")));
+    }
+
+    #[test]
+    fn a_question_that_only_asks_who_a_name_is_is_answered_by_the_name() {
+        let main = "Singer Eddie Fisher, who produced the album \"I'm in the Mood for Love\" in 1952, later had an affair with what actress?";
+        assert_eq!(names_only("Who was Eddie Fisher?", main).as_deref(), Some("Eddie Fisher"));
+        assert_eq!(names_only("who is eddie fisher", main), None, "not written as a name");
+        assert_eq!(names_only("Who was Eddie Fisher's wife?", main), None);
+        assert_eq!(names_only("Who was Debbie Reynolds?", main), None, "not a name of the question");
+        assert_eq!(names_only("What album did Eddie Fisher produce?", main), None);
+        let main = "Who is the mother of the director of film Polish-Russian War?";
+        assert_eq!(names_only("Who is the director of Polish-Russian War?", main), None);
+        let main = "Where was Archduchess Maria Antonia Of Austria's husband born?";
+        assert_eq!(names_only("Who is Archduchess Maria Antonia Of Austria?", main).as_deref(), Some("Archduchess Maria Antonia Of Austria"));
     }
 
     #[test]

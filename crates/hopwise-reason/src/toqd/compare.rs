@@ -109,6 +109,34 @@ impl Comparison {
         }
     }
 
+    /// The option a reading of the final answer chooses: the one it names, or, when a sentence
+    /// names both ("A lived longer than B"), the one it names first, its subject. A sentence that
+    /// names one option only after "than" chooses the other: on dev traces the summary answered
+    /// "Elias Kazantzoglou lived to an older age than Moustapha Akkad" (Elia Kazan's birth name),
+    /// which counted as a vote for Akkad. `None` when the reading names neither, or both as a list
+    /// ("A and B", "both", "neither A nor B").
+    pub fn chosen_option(&self, answer: &str) -> Option<usize> {
+        let text = normalize_answer(answer);
+        let padded = format!(" {text} ");
+        let named_at = |index: usize| {
+            let name = normalize_answer(&self.options[index]);
+            (!name.is_empty()).then(|| padded.find(&format!(" {name} ")).map(|at| (at, at + name.len() + 1))).flatten()
+        };
+        match (named_at(0), named_at(1)) {
+            (Some((at, _)), None) => Some(if padded[..at].ends_with(" than") { 1 } else { 0 }),
+            (None, Some((at, _))) => Some(if padded[..at].ends_with(" than") { 0 } else { 1 }),
+            (Some(a), Some(b)) => {
+                let (first, second, index) = if a.0 <= b.0 { (a, b, 0) } else { (b, a, 1) };
+                let between = padded.get(first.1..second.0).unwrap_or("");
+                let listed = between.split_whitespace().all(|w| matches!(w, "and" | "or" | "nor"));
+                let both = text.split_whitespace().any(|w| matches!(w, "both" | "neither" | "either"));
+                (!listed && !both).then_some(index)
+            }
+            // "Love In A Fallen City" for the option "Love In A Fallen City (Film)".
+            (None, None) => self.option_of(answer),
+        }
+    }
+
     /// The option whose date is the earliest or latest, as the question asks; `None` without a
     /// direction, or when the dates tie at the precision both give.
     pub fn pick(&self, dates: [&PartialDate; 2]) -> Option<usize> {
@@ -381,6 +409,21 @@ mod tests {
         assert_eq!(c.option_of("Fred Guiol"), None);
         assert_eq!(c.option_of("film"), None, "a word of the option is not the option");
         assert_eq!(c.option_of("Mummy's Boys and Love In A Fallen City (Film)"), None, "both");
+    }
+
+    #[test]
+    fn a_sentence_chooses_its_subject() {
+        let c = Comparison::parse("Who lived to an older age, Elia Kazan or Moustapha Akkad?").expect("parsed");
+        let reading = "Elias Kazantzoglou lived to an older age than Moustapha Akkad";
+        assert_eq!(c.option_of(reading), Some(1), "the strict reading sees one option's name");
+        assert_eq!(c.chosen_option(reading), Some(0), "named only after `than`: the other one");
+        assert_eq!(c.chosen_option("Elia Kazan lived longer than Moustapha Akkad"), Some(0));
+        assert_eq!(c.chosen_option("Moustapha Akkad lived longer than Elia Kazan"), Some(1));
+        assert_eq!(c.chosen_option("Moustapha Akkad"), Some(1));
+        assert_eq!(c.chosen_option("Elia Kazan and Moustapha Akkad"), None, "a list");
+        assert_eq!(c.chosen_option("Both Elia Kazan and Moustapha Akkad lived long"), None);
+        assert_eq!(c.chosen_option("Neither"), None);
+        assert_eq!(c.chosen_option("Elia"), None);
     }
 
     #[test]

@@ -321,13 +321,13 @@ impl Toqd {
         comparison: Option<&Comparison>,
     ) -> Result<Option<(String, Option<String>, Option<f64>)>> {
         let yes_no = parse::is_yes_no_question(question);
-        let dialog = format_dialog(dialog);
+        let facts = format_dialog(dialog);
         let prompt = if evidence.is_empty() {
             let template = if yes_no { "toqd_summary_yes_no" } else { "toqd_summary" };
-            ctx.render(template, &[("dialog", &dialog), ("question", question)])?
+            ctx.render(template, &[("dialog", &facts), ("question", question)])?
         } else {
             let template = if yes_no { "toqd_summary_passages_yes_no" } else { "toqd_summary_passages" };
-            ctx.render(template, &[("passages", &format_passages(evidence)), ("dialog", &dialog), ("question", question)])?
+            ctx.render(template, &[("passages", &format_passages(evidence)), ("dialog", &facts), ("question", question)])?
         };
         let samples = self.opts.samples.max(1);
         let params = if samples == 1 {
@@ -356,9 +356,10 @@ impl Toqd {
             parsed.iter().map(|(answer, _)| answer.clone()).chain(pooled.iter().cloned()).collect();
         // A question that names two options is answered by one of them: when some readings name
         // one, only those vote, each as the option it names.
-        let restriction = comparison.filter(|c| readings.iter().flatten().any(|r| c.option_of(r).is_some()));
+        let chosen = |c: &Comparison, r: &str| c.chosen_option(r);
+        let restriction = comparison.filter(|c| readings.iter().flatten().any(|r| chosen(c, r).is_some()));
         let readings: Vec<Option<String>> = match restriction {
-            Some(c) => readings.iter().map(|r| r.as_deref().and_then(|r| c.option_of(r)).map(|i| c.options[i].clone())).collect(),
+            Some(c) => readings.iter().map(|r| r.as_deref().and_then(|r| chosen(c, r)).map(|i| c.options[i].clone())).collect(),
             None => readings,
         };
         let vote = answers::vote(&readings);
@@ -378,7 +379,7 @@ impl Toqd {
         let winner = hopwise_core::text::normalize_answer(&vote.answer);
         let gave_winner = |answer: &str| {
             hopwise_core::text::normalize_answer(answer) == winner
-                || restriction.is_some_and(|c| c.option_of(answer).map(|i| &c.options[i]) == Some(&vote.answer))
+                || restriction.is_some_and(|c| chosen(c, answer).map(|i| &c.options[i]) == Some(&vote.answer))
         };
         let rationale = parsed
             .iter()
@@ -523,8 +524,12 @@ impl Strategy for Toqd {
         if let Some(answer) = decided_by_dates.and_then(|c| self.decide(ctx, c, &dag)) {
             return Ok(answer);
         }
-        let answered: Vec<(String, String, String)> =
-            dag.answers().into_iter().filter(|(_, _, a)| !a.is_empty()).collect();
+        // Nodes that only named an entity of the question ("Who was Eddie Fisher?") add no fact.
+        let answered: Vec<(String, String, String)> = dag
+            .answers()
+            .into_iter()
+            .filter(|(_, q, a)| !a.is_empty() && answers::names_only(q, question).is_none())
+            .collect();
         let last_answer = answered.last().map(|(_, _, a)| a.clone()).unwrap_or_default();
         // The summary's facts are the answers nodes settled; best-effort guesses from passages that
         // did not answer their node are left out when any node settled (on dev traces such guesses,

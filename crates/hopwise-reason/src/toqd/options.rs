@@ -83,7 +83,8 @@ pub struct ToqdOptions {
     /// With `evidence = question`, most nodes of one question that search with their own
     /// sub-question when the question's passages leave them unanswered; the others answer
     /// best-effort from the question's passages. On dev questions 4 of 14 such searches settled
-    /// their node (`hopwise eval` traces, EVALUATION.md), each costing a round and a reading.
+    /// their node (`hopwise eval` traces, EVALUATION.md), each costing a round and a reading. A node
+    /// whose names all title passages of the question does not search at all (same names, same pages).
     pub max_node_searches: u32,
     /// With `evidence = question`, read the question itself over its passages before planning (the
     /// question is the graph's first node to self-verify): a vote share of at least
