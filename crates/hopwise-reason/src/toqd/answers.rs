@@ -106,13 +106,23 @@ pub fn vote(readings: &[Option<String>]) -> Vote {
             readings
                 .iter()
                 .zip(&normalized)
-                .filter(|(_, other)| !other.is_empty() && other.len() < mine.len() && contains_words(mine, other))
+                .filter(|(_, other)| {
+                    !other.is_empty() && other.len() < mine.len() && contains_words(mine, other) && !drops_year(other, mine)
+                })
                 .min_by_key(|(_, other)| other.len())
                 .and_then(|(shorter, _)| shorter.clone())
                 .unwrap_or_else(|| text.clone())
         })
         .collect();
     weighted_vote(&answers, &vec![1.0; answers.len()])
+}
+
+/// Whether counting `long` ("11 july 1990") as `short` ("11 july") would lose its year: a date
+/// without one cannot be compared (on a dev trace the vote's "11 July" left a comparison of birth
+/// dates undecided). Both normalised.
+fn drops_year(short: &str, long: &str) -> bool {
+    let year = |text: &str| text.split_whitespace().any(|w| w.len() == 4 && w.chars().all(|c| c.is_ascii_digit()));
+    short.chars().any(|c| c.is_ascii_digit()) && !year(short) && year(long)
 }
 
 /// Whether normalised `long` holds normalised `short` as a run of whole words.
@@ -255,6 +265,11 @@ mod tests {
         // Only whole words: "Rushmore" is not "Rush", and nothing merges without a shorter sample.
         let v = vote(&[some("Mount Rushmore"), some("Rush"), some("Rush")]);
         assert!((v.confidence - 2.0 / 3.0).abs() < 1e-9);
+        let v = vote(&[some("11 July"), some("11 July 1990"), some("11 July 1990")]);
+        assert_eq!(v.answer, "11 July 1990", "a date keeps its year");
+        let v = vote(&[some("1985"), some("8 October 1985"), some("1985")]);
+        assert_eq!(v.answer, "1985");
+        assert!((v.confidence - 1.0).abs() < 1e-9, "the year is kept either way");
         let v = vote(&[some("Carsten Olsen died in 1939"), some("1974"), None]);
         assert_eq!(v.table.len(), 2, "{:?}", v.table);
     }
