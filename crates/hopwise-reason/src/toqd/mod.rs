@@ -321,13 +321,13 @@ impl Toqd {
         comparison: Option<&Comparison>,
     ) -> Result<Option<(String, Option<String>, Option<f64>)>> {
         let yes_no = parse::is_yes_no_question(question);
-        let facts = format_dialog(dialog);
+        let dialog = format_dialog(dialog);
         let prompt = if evidence.is_empty() {
             let template = if yes_no { "toqd_summary_yes_no" } else { "toqd_summary" };
-            ctx.render(template, &[("dialog", &facts), ("question", question)])?
+            ctx.render(template, &[("dialog", &dialog), ("question", question)])?
         } else {
             let template = if yes_no { "toqd_summary_passages_yes_no" } else { "toqd_summary_passages" };
-            ctx.render(template, &[("passages", &format_passages(evidence)), ("dialog", &facts), ("question", question)])?
+            ctx.render(template, &[("passages", &format_passages(evidence)), ("dialog", &dialog), ("question", question)])?
         };
         let samples = self.opts.samples.max(1);
         let params = if samples == 1 {
@@ -356,10 +356,9 @@ impl Toqd {
             parsed.iter().map(|(answer, _)| answer.clone()).chain(pooled.iter().cloned()).collect();
         // A question that names two options is answered by one of them: when some readings name
         // one, only those vote, each as the option it names.
-        let chosen = |c: &Comparison, r: &str| c.chosen_option(r);
-        let restriction = comparison.filter(|c| readings.iter().flatten().any(|r| chosen(c, r).is_some()));
+        let restriction = comparison.filter(|c| readings.iter().flatten().any(|r| c.chosen_option(r).is_some()));
         let readings: Vec<Option<String>> = match restriction {
-            Some(c) => readings.iter().map(|r| r.as_deref().and_then(|r| chosen(c, r)).map(|i| c.options[i].clone())).collect(),
+            Some(c) => readings.iter().map(|r| r.as_deref().and_then(|r| c.chosen_option(r)).map(|i| c.options[i].clone())).collect(),
             None => readings,
         };
         let vote = answers::vote(&readings);
@@ -379,7 +378,7 @@ impl Toqd {
         let winner = hopwise_core::text::normalize_answer(&vote.answer);
         let gave_winner = |answer: &str| {
             hopwise_core::text::normalize_answer(answer) == winner
-                || restriction.is_some_and(|c| chosen(c, answer).map(|i| &c.options[i]) == Some(&vote.answer))
+                || restriction.is_some_and(|c| c.chosen_option(answer).map(|i| &c.options[i]) == Some(&vote.answer))
         };
         let rationale = parsed
             .iter()
