@@ -135,8 +135,9 @@ impl Toqd {
             lead = reading.lead;
         }
 
-        // Retrieve with the node's own question, then read the passages; past `max_node_searches`
-        // the node goes on with the question's passages.
+        // Retrieve with the node's own question, then read the passages; past `max_node_searches`,
+        // or when the question's passages already title every name it gives, the node goes on
+        // with the question's passages.
         let mut passages: Vec<Passage> = Vec::new();
         let covered = titled_by(&question, lead.as_deref(), &state.evidence);
         let may_search = self.with_retrieval && !covered && state.try_search();
