@@ -23,8 +23,8 @@ pub struct ToqdNode {
     /// The sink's final answer: sampled summaries and their vote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<SummaryRecord>,
-    /// On the sink of a question that compares the dates of two options: what the option nodes
-    /// found and which option the dates chose.
+    /// On the sink of a question that compares the dates or lifespans of two options: what the
+    /// option nodes found and which option that chose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<ComparisonRecord>,
 }
@@ -35,8 +35,9 @@ pub struct ComparisonRecord {
     /// The two options, as the question names them.
     pub options: Vec<String>,
     pub direction: Direction,
-    /// The date each option's node found (`YYYY`, `YYYY-MM` or `YYYY-MM-DD`); null where its answer
-    /// gave none or several.
+    /// What each option's node found: a date (`YYYY`, `YYYY-MM`, `YYYY-MM-DD`, or `YYYY/YYYY` for a
+    /// decade or century), or for a lifespan its birth and death dates and the whole years between
+    /// (`1909-09-07/2003-09-28 (94 years)`); null where its answer gave none, or several.
     pub dates: Vec<Option<String>>,
     /// The option the dates chose; null when they could not (the summary then answers).
     pub chosen: Option<String>,

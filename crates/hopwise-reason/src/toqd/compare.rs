@@ -1,14 +1,18 @@
 //! Questions that ask which of two named options comes first or last ("Which film came out first,
-//! A or B?"). Their answer is one of the options, so the final vote counts only readings that name
-//! one; and when the question compares dates, ToQD plans one node per option (the date that option
-//! stands for) and chooses by comparing the dates the nodes found. Small models find such facts
-//! reliably but compare them poorly: on dev traces the local 1.5B, given "died 1963" and "died
-//! 2006", often answered with the earlier film for "died later".
+//! A or B?", "Was A or B born first?") or lived longer. Their answer is one of the options, so the
+//! final vote counts only readings that name one; and when the question compares dates or
+//! lifespans, ToQD plans one node per option (the date or the birth and death dates that option
+//! stands for) and chooses by comparing what the nodes found ([`dates`](super::dates)). Small
+//! models find such facts reliably but compare them poorly: on dev traces the local 1.5B, given
+//! "died 1963" and "died 2006", often answered with the earlier film for "died later".
+
+use std::cmp::Ordering;
 
 use hopwise_core::text::normalize_answer;
 use hopwise_core::{Decision, Repair};
 
 use super::answers::contains_words;
+use super::dates::{Lifespan, PartialDate};
 use super::{capped, Plan, Toqd, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::Ctx;
 use crate::details::{self, toqd::{ComparisonRecord, ToqdNode}};
@@ -18,14 +22,30 @@ use crate::protocol::{answer, is_question, GraphNode, Topology};
 use crate::strategy::Answer;
 use hopwise_core::trace::SINK;
 
-/// Which end of the dates the question asks for.
+/// What the question asks for of the options' dates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Direction {
-    /// "first", "earlier", "older", …
+    /// The earliest date: "first", "earlier", "older", …
     Earliest,
-    /// "later", "more recently", "younger", …
+    /// The latest date: "later", "more recently", "younger", …
     Latest,
+    /// The longest lifespan: "lived longer", "lived to an older age".
+    LongerLife,
+    /// The shortest lifespan: "died younger", "lived a shorter life".
+    ShorterLife,
+}
+
+impl Direction {
+    /// Whether the options are compared by lifespan, which no single date decides.
+    pub fn is_lifespan(self) -> bool {
+        matches!(self, Direction::LongerLife | Direction::ShorterLife)
+    }
+
+    /// Whether the option that orders first wins (the earliest date, the shortest life).
+    fn wants_least(self) -> bool {
+        matches!(self, Direction::Earliest | Direction::ShorterLife)
+    }
 }
 
 /// A question that names two options to choose between.
@@ -33,7 +53,7 @@ pub enum Direction {
 pub struct Comparison {
     /// The options as the question writes them, in its order.
     pub options: [String; 2],
-    /// Set when the question compares dates.
+    /// Set when the question compares dates or lifespans.
     pub direction: Option<Direction>,
 }
 
@@ -52,32 +72,37 @@ const EVENTS: &[&[&str]] = &[
     &["open"],
     &["marri"],
 ];
-/// Words of a lifespan comparison, which no single date decides.
-const LIFESPAN: &[&str] = &["age", "lived", "longer", "lifespan"];
+/// Words of living, which with a word of length ask for a lifespan ("lived longer", "a shorter
+/// life"); alone they may not ("Who lived in Paris first?").
+const LIVING: &[&str] = &["lived", "life", "lifespan", "lifetime"];
+const LENGTH: &[&str] = &["longer", "longest", "shorter", "shortest", "older", "oldest", "younger", "youngest", "age", "long"];
+/// Words that, with a word of death, ask for an age at death ("Who died younger").
+const AGED: &[&str] = &["younger", "youngest", "older", "oldest"];
+/// Words of length or age that no single date decides: without a word of living they leave the
+/// comparison undated ("Which film is longer").
+const UNDATED: &[&str] = &["age", "longer", "shorter"];
+/// Words that ask for the shorter life.
+const SHORTER: &[&str] = &["shorter", "shortest", "younger", "youngest"];
+/// Words that relate the options to someone else, whose dates the comparison is about.
+const RELATIONS: &[&str] = &["of", "whose", "has", "have", "had", "with", "by"];
+/// Words that may open a question that puts its options first ("Was A or B born first?").
+const AUXILIARIES: &[&str] = &["was", "were", "is", "are", "did", "does", "do", "has", "have", "had"];
+/// Lower-case words that may sit inside a name ("Duke of York", "Ludwig van Beethoven").
+const NAME_JOINERS: &[&str] = &["of", "the", "de", "del", "da", "di", "du", "van", "von", "der", "den", "la", "le", "y"];
 /// Longest option, in words: past it the split is not a list of two names.
 const MAX_OPTION_WORDS: usize = 12;
 
 impl Comparison {
-    /// Reads "<stem>, <A> or <B>?"; `None` for any other question.
+    /// Reads "<stem>, <A> or <B>?" and "<was|did|…> <A> or <B> <stem>?"; `None` for any other
+    /// question.
     pub fn parse(question: &str) -> Option<Self> {
         let body = question.trim().strip_suffix('?')?.trim_end();
-        let (head, second) = body.rsplit_once(" or ")?;
-        let (stem, first) = head.rsplit_once(',')?;
-        let (first, second, stem) = (first.trim(), second.trim(), stem.trim());
+        let (first, second, stem) = split_listed(body).or_else(|| split_leading(body))?;
         let fits = |o: &str| !o.is_empty() && o.split_whitespace().count() <= MAX_OPTION_WORDS;
-        if stem.is_empty() || !fits(first) || !fits(second) || normalize_answer(first) == normalize_answer(second) {
+        if stem.is_empty() || !fits(&first) || !fits(&second) || normalize_answer(&first) == normalize_answer(&second) {
             return None;
         }
-        let words = lower_words(stem);
-        let says = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-        // "Who lived to an older age" compares lifespans, not the dates of one event.
-        let direction = match (says(EARLIEST), says(LATEST), says(LIFESPAN)) {
-            (_, _, true) => None,
-            (true, false, _) => Some(Direction::Earliest),
-            (false, true, _) => Some(Direction::Latest),
-            _ => None,
-        };
-        Some(Self { options: [first.to_string(), second.to_string()], direction })
+        Some(Self { options: [first, second], direction: direction_of(&stem) })
     }
 
     /// Whether `written` (a question for one option) keeps the dated event of `question` (the
@@ -138,14 +163,91 @@ impl Comparison {
     }
 
     /// The option whose date is the earliest or latest, as the question asks; `None` without a
-    /// direction, or when the dates tie at the precision both give.
+    /// date direction, or when the dates tie or overlap at the precision both give.
     pub fn pick(&self, dates: [&PartialDate; 2]) -> Option<usize> {
-        let order = dates[0].compare(dates[1])?;
-        match (self.direction?, order) {
-            (_, std::cmp::Ordering::Equal) => None,
-            (Direction::Earliest, std::cmp::Ordering::Less) | (Direction::Latest, std::cmp::Ordering::Greater) => Some(0),
-            _ => Some(1),
+        self.choose(self.direction.filter(|d| !d.is_lifespan())?, dates[0].compare(dates[1])?)
+    }
+
+    /// The option that lived longer or shorter, as the question asks; `None` without a lifespan
+    /// direction, or when the lifespans could be as long as each other.
+    pub fn pick_lifespan(&self, lives: [&Lifespan; 2]) -> Option<usize> {
+        self.choose(self.direction.filter(|d| d.is_lifespan())?, lives[0].compare(lives[1])?)
+    }
+
+    fn choose(&self, direction: Direction, order: Ordering) -> Option<usize> {
+        match order {
+            Ordering::Equal => None,
+            Ordering::Less => Some(if direction.wants_least() { 0 } else { 1 }),
+            Ordering::Greater => Some(if direction.wants_least() { 1 } else { 0 }),
         }
+    }
+
+    /// Whether the comparison asks about the options themselves ("Who lived longer, A or B?"), not
+    /// about something related to them ("Which film has the director who lived longer, A or B?").
+    fn asks_of_the_options(&self, question: &str) -> bool {
+        let stem = question.rsplit_once(',').map_or(question, |(stem, _)| stem);
+        !lower_words(stem).iter().any(|w| RELATIONS.contains(&w.as_str()))
+    }
+
+    /// Whether `written` (a question for one option) asks what the comparison needs: the dated
+    /// event the comparison names, or, for a lifespan, both the birth and the death.
+    fn asks_what_is_compared(&self, question: &str, written: &str) -> bool {
+        if !self.direction.is_some_and(Direction::is_lifespan) {
+            return Self::keeps_event(question, written);
+        }
+        let words = lower_words(written);
+        let names = |event: &[&str]| words.iter().any(|w| event.iter().any(|e| w.starts_with(e)));
+        names(EVENTS[0]) && names(EVENTS[1])
+    }
+}
+
+/// "<stem>, <A> or <B>": the options after the stem's last comma.
+fn split_listed(body: &str) -> Option<(String, String, String)> {
+    let (head, second) = body.rsplit_once(" or ")?;
+    let (stem, first) = head.rsplit_once(',')?;
+    Some((first.trim().to_string(), second.trim().to_string(), stem.trim().to_string()))
+}
+
+/// "<auxiliary> <A> or <B> <rest>": options that open the question, each a name (its words
+/// capitalised, but for joiners inside it); B ends where the lower-case rest begins.
+fn split_leading(body: &str) -> Option<(String, String, String)> {
+    let (auxiliary, rest) = body.split_once(' ')?;
+    if !AUXILIARIES.contains(&auxiliary.to_lowercase().as_str()) {
+        return None;
+    }
+    let (first, after) = rest.split_once(" or ")?;
+    let words: Vec<&str> = after.split_whitespace().collect();
+    let capital = |w: &str| w.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+    // The longest run of name words that ends on a capitalised one.
+    let mut end = 0;
+    for (i, w) in words.iter().enumerate() {
+        if capital(w) {
+            end = i + 1;
+        } else if !NAME_JOINERS.contains(w) {
+            break;
+        }
+    }
+    // A name may open with a joiner ("the Duke of York").
+    let is_name = |name: &str| name.split_whitespace().find(|w| !NAME_JOINERS.contains(w)).is_some_and(capital);
+    let (second, tail) = (words[..end].join(" "), words[end..].join(" "));
+    (is_name(first) && is_name(&second) && !tail.is_empty())
+        .then(|| (first.trim().to_string(), second, format!("{auxiliary} {tail}")))
+}
+
+/// What the words of a comparison's stem ask of the options' dates.
+fn direction_of(stem: &str) -> Option<Direction> {
+    let words = lower_words(stem);
+    let says = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    let dies = words.iter().any(|w| EVENTS[0].iter().any(|e| w.starts_with(e)));
+    // "Who lived to an older age", "Who died younger": lifespans, not the dates of one event.
+    if (says(LIVING) && says(LENGTH)) || (dies && says(AGED)) {
+        return Some(if says(SHORTER) { Direction::ShorterLife } else { Direction::LongerLife });
+    }
+    match (says(EARLIEST), says(LATEST)) {
+        _ if says(UNDATED) => None,
+        (true, false) => Some(Direction::Earliest),
+        (false, true) => Some(Direction::Latest),
+        _ => None,
     }
 }
 
@@ -179,7 +281,7 @@ impl Toqd {
             let usable = is_question(&written)
                 && hopwise_core::text::word_count(&written) as usize <= MAX_SUBQUESTION_WORDS
                 && comparison.option_of(&written) == Some(index)
-                && Comparison::keeps_event(question, &written);
+                && comparison.asks_what_is_compared(question, &written);
             let mirrored = usable.then(|| swap_option(&written, option, other)).flatten();
             match mirrored {
                 Some(mirrored) if comparison.option_of(&mirrored) == Some(1 - index) => {
@@ -187,12 +289,7 @@ impl Toqd {
                     if index == 1 {
                         questions.reverse();
                     }
-                    let topology = Topology {
-                        n: 2,
-                        edges: vec![(GraphNode::Sub(1), GraphNode::Sink), (GraphNode::Sub(2), GraphNode::Sink)],
-                        repairs: Vec::new(),
-                    };
-                    return Ok(Some(Plan { questions, topology }));
+                    return Ok(Some(option_plan(questions)));
                 }
                 _ => ctx.rec().repair(Repair {
                     stage: "compare".into(),
@@ -204,24 +301,46 @@ impl Toqd {
                 }),
             }
         }
+        // "Who lived longer, A or B?" asks of the options themselves, so their question needs no
+        // model: on dev traces it wrote "When did Elia Kazan die?", which no lifespan comes from.
+        if comparison.direction.is_some_and(Direction::is_lifespan) && comparison.asks_of_the_options(question) {
+            ctx.rec().repair(Repair {
+                stage: "compare".into(),
+                rule: "lifespan_question".into(),
+                detail: "asked each option for its birth and death dates".into(),
+            });
+            return Ok(Some(option_plan(comparison.options.iter().map(|o| format!("What were the birth and death dates of {o}?")).collect())));
+        }
         Ok(None)
     }
 
-    /// The answer the option nodes' dates give (nodes `1` and `2` of a comparison plan), recorded on
-    /// the sink; `None` when either node found no single date or the dates tie.
+    /// The answer the option nodes' dates (or lifespans) give (nodes `1` and `2` of a comparison
+    /// plan), recorded on the sink; `None` when either node found none, or they do not order.
     pub(super) fn decide(&self, ctx: &Ctx, comparison: &Comparison, dag: &Dag) -> Option<Answer> {
         let direction = comparison.direction?;
         let answers = dag.answers();
         let answer_of = |id: &str| answers.iter().find(|(node, _, _)| node == id).map(|(_, _, a)| a.clone());
-        let dates = [answer_of("1"), answer_of("2")].map(|a| a.as_deref().and_then(PartialDate::find));
-        let chosen = match &dates {
-            [Some(a), Some(b)] => comparison.pick([a, b]),
-            _ => None,
+        let found = [answer_of("1"), answer_of("2")];
+        // What each option's node found, as the record writes it, and the option chosen.
+        let (shown, chosen): ([Option<String>; 2], Option<usize>) = if direction.is_lifespan() {
+            let lives = found.clone().map(|a| a.as_deref().and_then(Lifespan::find));
+            let chosen = match &lives {
+                [Some(a), Some(b)] => comparison.pick_lifespan([a, b]),
+                _ => None,
+            };
+            (lives.map(|l| l.map(|l| format!("{}/{} ({} years)", l.born, l.died, l.years()))), chosen)
+        } else {
+            let dates = found.clone().map(|a| a.as_deref().and_then(PartialDate::find));
+            let chosen = match &dates {
+                [Some(a), Some(b)] => comparison.pick([a, b]),
+                _ => None,
+            };
+            (dates.map(|d| d.map(|d| d.to_string())), chosen)
         };
         let record = ComparisonRecord {
             options: comparison.options.to_vec(),
             direction,
-            dates: dates.iter().map(|d| d.map(|d| d.to_string())).collect(),
+            dates: shown.to_vec(),
             chosen: chosen.map(|i| comparison.options[i].clone()),
         };
         ctx.rec().update_node(SINK, |n| details::update(n, |d: &mut ToqdNode| d.comparison = Some(record)));
@@ -240,13 +359,25 @@ impl Toqd {
             n.decision = Decision::Known;
             n.answer = Some(text.clone());
         });
-        let dated = |i: usize| format!("{} ({})", comparison.options[i], dates[i].map(|d| d.to_string()).unwrap_or_default());
-        let end = match direction {
-            Direction::Earliest => "earlier",
-            Direction::Latest => "later",
+        let dated = |i: usize| format!("{} ({})", comparison.options[i], shown[i].clone().unwrap_or_default());
+        let relation = match direction {
+            Direction::Earliest => "is earlier than",
+            Direction::Latest => "is later than",
+            Direction::LongerLife => "lived longer than",
+            Direction::ShorterLife => "lived a shorter life than",
         };
-        Some(Answer { text, rationale: Some(format!("{} is {end} than {}.", dated(index), dated(1 - index))) })
+        Some(Answer { text, rationale: Some(format!("{} {relation} {}.", dated(index), dated(1 - index))) })
     }
+}
+
+/// Two independent option nodes, both feeding the sink.
+fn option_plan(questions: Vec<String>) -> Plan {
+    let topology = Topology {
+        n: 2,
+        edges: vec![(GraphNode::Sub(1), GraphNode::Sink), (GraphNode::Sub(2), GraphNode::Sink)],
+        repairs: Vec::new(),
+    };
+    Plan { questions, topology }
 }
 
 /// `text` with `option` (matched ignoring ASCII case) replaced by `other`; `None` when it does not
@@ -263,92 +394,6 @@ fn swap_option(text: &str, option: &str, other: &str) -> Option<String> {
 /// The alphanumeric runs of `text`, lowercased.
 fn lower_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
-}
-
-/// A date to the precision an answer gives it: a year, a month of a year, or a day.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PartialDate {
-    pub year: i32,
-    pub month: Option<u8>,
-    pub day: Option<u8>,
-}
-
-const MONTHS: [&str; 12] =
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
-
-impl PartialDate {
-    /// The one date `answer` gives ("1963", "19 January 1963", "January 19, 1963", "died in 1963").
-    /// `None` when it names no year, or years that differ ("1899–1975"): which one the question
-    /// compares is then unclear.
-    pub fn find(answer: &str) -> Option<Self> {
-        let tokens = lower_words(answer);
-        let mut found: Option<PartialDate> = None;
-        for (i, token) in tokens.iter().enumerate() {
-            let Some(year) = year_of(token) else { continue };
-            let before = |back: usize| i.checked_sub(back).and_then(|j| tokens.get(j)).map(String::as_str);
-            let (month, day) = match (before(2), before(1)) {
-                (Some(d), Some(m)) if month_of(m).is_some() && day_of(d).is_some() => (month_of(m), day_of(d)),
-                (Some(m), Some(d)) if month_of(m).is_some() && day_of(d).is_some() => (month_of(m), day_of(d)),
-                (_, Some(m)) if month_of(m).is_some() => (month_of(m), None),
-                _ => (None, None),
-            };
-            let date = PartialDate { year, month, day };
-            match found {
-                Some(earlier) if earlier.year != year => return None,
-                // Keep the most precise mention of the same year.
-                Some(earlier) if earlier.month.is_some() && date.month.is_none() => {}
-                _ => found = Some(date),
-            }
-        }
-        found
-    }
-
-    /// Orders two dates at the precision both give; `None` when they agree as far as both go but one
-    /// says more (1963 against 19 January 1963 cannot be ordered).
-    pub fn compare(&self, other: &PartialDate) -> Option<std::cmp::Ordering> {
-        use std::cmp::Ordering::Equal;
-        let by_year = self.year.cmp(&other.year);
-        if by_year != Equal {
-            return Some(by_year);
-        }
-        let by_month = match (self.month, other.month) {
-            (Some(a), Some(b)) => a.cmp(&b),
-            (None, None) => return Some(Equal),
-            _ => return None,
-        };
-        if by_month != Equal {
-            return Some(by_month);
-        }
-        match (self.day, other.day) {
-            (Some(a), Some(b)) => Some(a.cmp(&b)),
-            (None, None) => Some(Equal),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for PartialDate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.month, self.day) {
-            (Some(m), Some(d)) => write!(f, "{:04}-{m:02}-{d:02}", self.year),
-            (Some(m), None) => write!(f, "{:04}-{m:02}", self.year),
-            _ => write!(f, "{:04}", self.year),
-        }
-    }
-}
-
-fn year_of(token: &str) -> Option<i32> {
-    (token.len() == 4).then(|| token.parse::<i32>().ok()).flatten().filter(|y| (1000..=2100).contains(y))
-}
-
-fn month_of(token: &str) -> Option<u8> {
-    // A month's name or its first three letters or more ("Jan", "Sept").
-    MONTHS.iter().position(|m| token.len() >= 3 && m.starts_with(token)).map(|i| i as u8 + 1)
-}
-
-fn day_of(token: &str) -> Option<u8> {
-    let digits = token.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    digits.parse::<u8>().ok().filter(|d| (1..=31).contains(d) && digits.len() <= 2)
 }
 
 #[cfg(test)]
@@ -373,12 +418,46 @@ mod tests {
         let c = Comparison::parse("Which is taller, the Eiffel Tower or Big Ben?").expect("options without dates");
         assert_eq!(c.direction, None);
         assert_eq!(Comparison::parse("Who directed Jaws?"), None);
-        assert_eq!(Comparison::parse("Is Jaws or Alien older?"), None, "no comma before the options");
         assert_eq!(Comparison::parse("Which came first, the chicken or the chicken?"), None);
         let c = Comparison::parse("Who lived to an older age, Elia Kazan or Moustapha Akkad?").expect("options");
-        assert_eq!(c.direction, None, "a lifespan, not one date");
+        assert_eq!(c.direction, Some(Direction::LongerLife), "a lifespan, not one date");
+        let c = Comparison::parse("Which playwright lived a longer life, Edward Albee or J. M. Barrie?").expect("options");
+        assert_eq!(c.direction, Some(Direction::LongerLife));
+        let c = Comparison::parse("Who died younger, A or B?").expect("options");
+        assert_eq!(c.direction, Some(Direction::ShorterLife), "an age at death");
+        let c = Comparison::parse("Which film is longer, Jaws or Alien?").expect("options");
+        assert_eq!(c.direction, None, "a running time: no date decides it");
+        let c = Comparison::parse("Who lived in Paris first, A or B?").expect("options");
+        assert_eq!(c.direction, Some(Direction::Earliest), "living somewhere is not a lifespan");
         let c = Comparison::parse("Which was released later in its first year, A or B?");
         assert_eq!(c.and_then(|c| c.direction), None, "words for both ends decide nothing");
+    }
+
+    #[test]
+    fn reads_options_that_open_the_question() {
+        let c = Comparison::parse("Was Jamie Curry or Alyaksey Vasilewski born first?").expect("options first");
+        assert_eq!(c.options, ["Jamie Curry".to_string(), "Alyaksey Vasilewski".to_string()]);
+        assert_eq!(c.direction, Some(Direction::Earliest));
+        let c = Comparison::parse("Is Jaws or Alien older?").expect("options first");
+        assert_eq!(c.options, ["Jaws".to_string(), "Alien".to_string()]);
+        let c = Comparison::parse("Did the Duke of York or Ludwig van Beethoven die later?").expect("joiners inside names");
+        assert_eq!(c.options[1], "Ludwig van Beethoven");
+        assert_eq!(c.direction, Some(Direction::Latest));
+        let c = Comparison::parse("Is Paris or London the capital of France?").expect("options without dates");
+        assert_eq!((c.options[0].as_str(), c.direction), ("Paris", None));
+        assert_eq!(Comparison::parse("Was the film released in 1990 or 1991?"), None, "the first option is no name");
+        assert_eq!(Comparison::parse("Was it Jaws or Alien?"), None, "nothing after the options");
+        assert_eq!(Comparison::parse("Why Jaws or Alien first?"), None, "no auxiliary");
+    }
+
+    #[test]
+    fn a_lifespan_question_asks_for_both_dates() {
+        let q = "Who lived to an older age, Elia Kazan or Moustapha Akkad?";
+        let c = Comparison::parse(q).expect("options");
+        assert!(c.asks_what_is_compared(q, "What were the birth and death dates of Elia Kazan?"));
+        assert!(c.asks_what_is_compared(q, "When was Elia Kazan born and when did he die?"));
+        assert!(!c.asks_what_is_compared(q, "How long did Elia Kazan live?"), "the model's arithmetic");
+        assert!(!c.asks_what_is_compared(q, "When was Elia Kazan born?"));
     }
 
     #[test]
@@ -427,18 +506,6 @@ mod tests {
     }
 
     #[test]
-    fn finds_the_one_date_an_answer_gives() {
-        assert_eq!(date("1963"), PartialDate { year: 1963, month: None, day: None });
-        assert_eq!(date("19 January 1963"), PartialDate { year: 1963, month: Some(1), day: Some(19) });
-        assert_eq!(date("January 19th, 1963"), PartialDate { year: 1963, month: Some(1), day: Some(19) });
-        assert_eq!(date("He died in May 1963 in Rome"), PartialDate { year: 1963, month: Some(5), day: None });
-        assert_eq!(date("1963 (19 January 1963)").day, Some(19), "the more precise mention");
-        assert_eq!(PartialDate::find("1899–1975"), None, "two years: which one is compared is unclear");
-        assert_eq!(PartialDate::find("Hrishikesh Mukherjee"), None);
-        assert_eq!(PartialDate::find("12345 people"), None);
-    }
-
-    #[test]
     fn picks_the_earliest_or_latest_at_the_precision_both_give() {
         let later = Comparison::parse("Which film has the director who died later, A or B?").expect("parsed");
         let first = Comparison::parse("Who was born first, A or B?").expect("parsed");
@@ -451,5 +518,19 @@ mod tests {
         assert_eq!(first.pick([&date("1963"), &date("1963")]), None, "a tie");
         let taller = Comparison::parse("Which is taller, A or B?").expect("parsed");
         assert_eq!(taller.pick([&a, &b]), None, "no direction");
+        let lived = Comparison::parse("Who lived longer, A or B?").expect("parsed");
+        assert_eq!(lived.pick([&a, &b]), None, "a lifespan is not decided by one date");
+    }
+
+    #[test]
+    fn picks_the_longer_or_shorter_life() {
+        let life = |s: &str| Lifespan::find(s).unwrap_or_else(|| panic!("no lifespan in {s:?}"));
+        let (kazan, akkad) = (life("7 September 1909 – 28 September 2003"), life("1 July 1930 – 11 November 2005"));
+        let longer = Comparison::parse("Who lived to an older age, Elia Kazan or Moustapha Akkad?").expect("parsed");
+        assert_eq!(longer.pick_lifespan([&kazan, &akkad]), Some(0));
+        let shorter = Comparison::parse("Who died younger, Elia Kazan or Moustapha Akkad?").expect("parsed");
+        assert_eq!(shorter.pick_lifespan([&kazan, &akkad]), Some(1));
+        let first = Comparison::parse("Who was born first, A or B?").expect("parsed");
+        assert_eq!(first.pick_lifespan([&kazan, &akkad]), None, "not a lifespan question");
     }
 }

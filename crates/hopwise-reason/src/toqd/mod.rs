@@ -25,11 +25,13 @@ use crate::uncertainty;
 
 mod answers;
 mod compare;
+mod dates;
 mod node;
 mod options;
 
 pub use answers::{key_terms, leaf_query, read_node_answer};
-pub use compare::{Comparison, Direction, PartialDate};
+pub use compare::{Comparison, Direction};
+pub use dates::{Lifespan, PartialDate};
 pub use options::{Evidence, NodeGate, ToqdOptions};
 
 /// What the nodes of one question share while its graph runs.
@@ -293,7 +295,11 @@ impl Toqd {
         let prompt =
             ctx.render("toqd_self_verify_context", &[("passages", &format_passages(evidence)), ("question", question)])?;
         let reading = self.sample_reading(ctx, SINK, "read_question", &prompt, question).await?;
-        let Some(settled) = reading.accept(ctx, SINK, self.opts.answer_first_confidence) else {
+        let open_answer = !parse::is_yes_no_question(question) && Comparison::parse(question).is_none();
+        let settled = reading
+            .accept(ctx, SINK, self.opts.answer_first_confidence)
+            .or_else(|| open_answer.then(|| reading.accept_unanimous(ctx, SINK, self.opts.answer_first_agree)).flatten());
+        let Some(settled) = settled else {
             return Ok(Err(reading.readings));
         };
         if let Some(c) = settled.confidence {

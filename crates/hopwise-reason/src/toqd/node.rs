@@ -50,6 +50,29 @@ impl Reading {
         }
         accepted.then(|| Settled { answer: self.answer.clone(), confidence: self.confidence })
     }
+
+    /// The settled answer when at least `min_agree` samples (and at least one) answered and all of
+    /// them agree, whatever share abstained; recorded as accepted, with a note saying why.
+    pub(super) fn accept_unanimous(&self, ctx: &Ctx, id: &str, min_agree: u32) -> Option<Settled> {
+        let answered = self.readings.iter().flatten().count();
+        let agreeing = self.confidence.map_or(0, |c| (c * self.readings.len() as f64).round() as usize);
+        if min_agree == 0 || self.answer.is_empty() || answered < min_agree as usize || agreeing != answered {
+            return None;
+        }
+        ctx.rec().update_node(id, |n| {
+            details::update(n, |d: &mut ToqdNode| {
+                if let Some(reading) = &mut d.reading {
+                    reading.accepted = Some(true);
+                }
+            })
+        });
+        ctx.rec().note(format!(
+            "node {id}: the {answered} samples that answered agree on `{}` ({} replied NO!); accepted",
+            self.answer,
+            self.readings.len() - answered
+        ));
+        Some(Settled { answer: self.answer.clone(), confidence: self.confidence })
+    }
 }
 
 /// An answer a node settled on, with how sure the vote was.

@@ -93,6 +93,12 @@ pub struct ToqdOptions {
     pub answer_first: bool,
     /// The vote share at which the question's own reading answers it without a graph.
     pub answer_first_confidence: f64,
+    /// Below that share, the question's reading still answers it when at least this many samples
+    /// answered and all of them agree (the others replied `NO!`: an abstention, not a vote against),
+    /// unless the answer is one of two options or yes/no, where samples agree by chance half the
+    /// time. On the dev traces such readings were right where the graph went wrong (HotpotQA lines 3
+    /// and 16: 2 agreeing samples, 3 abstaining). 0: off.
+    pub answer_first_agree: u32,
     /// Questions that name two options ("…, A or B?"): the final vote counts only readings that name
     /// one of them; when the question asks which comes first or last, the plan is one node per
     /// option (asking for its date, written by the model) and the dates decide, with the summary as
@@ -127,6 +133,7 @@ impl Default for ToqdOptions {
             max_node_searches: 1,
             answer_first: true,
             answer_first_confidence: 0.8,
+            answer_first_agree: 2,
             compare: true,
             question_gate: false,
         }

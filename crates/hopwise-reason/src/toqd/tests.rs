@@ -690,7 +690,9 @@ async fn an_unsure_reading_plans_and_its_readings_vote_with_the_summary() {
             })
             .on_fn(SUMMARY, |_, i| if i < 2 { "Answer: Genesis" } else { "Answer: NO!" }.into()),
     );
-    let t = ask("toqd", answer_first(), llm, Some(corpus()), Budget::default()).await;
+    // Off, the agreement of the three that answered does not settle the question.
+    let opts = with(answer_first(), "answer_first_agree", serde_json::json!(0));
+    let t = ask("toqd", opts, llm, Some(corpus()), Budget::default()).await;
     let p = purposes(&t);
     assert_eq!(p.first().map(String::as_str), Some("read_question"), "{p:?}");
     assert!(p.contains(&"decompose".to_string()) && p.contains(&"summary".to_string()), "{p:?}");
@@ -701,6 +703,36 @@ async fn an_unsure_reading_plans_and_its_readings_vote_with_the_summary() {
     assert_eq!(d.reading.and_then(|r| r.accepted), Some(false));
     assert_eq!(d.summary.map(|s| s.pooled_readings), Some(5));
     assert_eq!(q.parents, vec!["2"], "the graph's sink edges still reach Q");
+}
+
+#[tokio::test]
+async fn readings_that_answer_and_agree_settle_the_question_whatever_abstained() {
+    // Two samples say Rush, three reply NO!: a share of 0.4, but no sample disagrees.
+    let llm = bridge_model_after(ScriptedLlm::new().on_fn(WITH_CONTEXT, |prompt, i| {
+        if prompt.contains(MAIN_QUESTION) && i < 2 { "Rush" } else { "NO!" }.into()
+    }));
+    let t = ask("toqd", answer_first(), llm, Some(corpus()), Budget::default()).await;
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(purposes(&t), vec!["read_question"], "no plan");
+    assert_eq!(t.confidence, Some(0.4), "the share is what it is");
+    assert!(t.notes.iter().any(|n| n.contains("agree on `Rush`")), "{:?}", t.notes);
+    assert_eq!(detail(t.node("Q").expect("node Q")).reading.and_then(|r| r.accepted), Some(true));
+}
+
+#[tokio::test]
+async fn agreeing_readings_do_not_settle_a_choice_of_two() {
+    // Two options agree by chance half the time: the dates (here, none found) and the summary decide.
+    let llm = split_model()
+        .on_fn(WITH_CONTEXT, |prompt, i| {
+            let asked = prompt.rsplit("Question: ").next().unwrap_or("");
+            if asked.contains("is longer") && i < 2 { "Alpha" } else { "NO!" }.into()
+        })
+        .on(SUMMARY, "Answer: Beta");
+    let t = ask_question("Which film is longer, Alpha or Beta?", StrategyOptions::default(), llm).await;
+    assert!(purposes(&t).contains(&"summary".to_string()), "{:?}", purposes(&t));
+    let llm = ScriptedLlm::new().on_fn(WITH_CONTEXT, |_, i| if i < 2 { "Yes" } else { "NO!" }.into()).on(SUMMARY, "Answer: No");
+    let t = ask_question("Are Alpha and Beta both films?", StrategyOptions::default(), llm).await;
+    assert!(purposes(&t).contains(&"summary".to_string()), "yes/no: {:?}", purposes(&t));
 }
 
 #[tokio::test]
@@ -812,7 +844,7 @@ async fn max_expansions_caps_the_nodes_decomposed_per_question() {
 
 // ---------------------------------------------------------------- comparisons of two options
 
-const COMPARE_SPLIT: &str = "finds that date for one option alone";
+const COMPARE_SPLIT: &str = "Write the question that finds that date";
 const LATER: &str = "Which film has the director who died later, Alpha or Beta?";
 
 fn film_corpus() -> StaticRetriever {
@@ -860,6 +892,61 @@ async fn a_dated_comparison_is_decided_by_the_dates_its_option_nodes_find() {
     assert_eq!(c.chosen.as_deref(), Some("Alpha"));
     assert_eq!(t.confidence, Some(1.0));
     assert!(t.rationale.as_deref().is_some_and(|r| r.contains("later")), "{:?}", t.rationale);
+}
+
+#[tokio::test]
+async fn a_lifespan_comparison_is_decided_by_the_birth_and_death_dates() {
+    // The model's own arithmetic is not asked for: each option node finds two dates.
+    let llm = ScriptedLlm::new()
+        .on_fn(COMPARE_SPLIT, |prompt, _| format!("What were the birth and death dates of {}?", split_option(prompt)))
+        .on_fn(WITH_CONTEXT, |prompt, _| {
+            let asked = prompt.rsplit("Question: ").next().unwrap_or("");
+            if asked.contains("Alpha") { "4 June 1901 – 2 March 1950" } else { "1910 – 1990" }.into()
+        });
+    let t = ask_question("Who lived to an older age, Alpha or Beta?", StrategyOptions::default(), llm).await;
+    assert_eq!(t.answer, "Beta", "about 80 years against 48");
+    let c = detail(t.node("Q").expect("node Q")).comparison.expect("comparison recorded");
+    assert_eq!(c.direction, crate::toqd::Direction::LongerLife);
+    assert_eq!(c.dates[0].as_deref(), Some("1901-06-04/1950-03-02 (48 years)"));
+    assert!(t.rationale.as_deref().is_some_and(|r| r.contains("lived longer than")), "{:?}", t.rationale);
+    assert!(!purposes(&t).contains(&"summary".to_string()));
+}
+
+#[tokio::test]
+async fn a_lifespan_split_that_asks_for_one_date_is_not_used() {
+    let llm = ScriptedLlm::new()
+        .on(COMPARE_SPLIT, "How long did Alpha live?")
+        .on(DECOMPOSE, "1. When was Alpha born?")
+        .on(CONSTRUCT, "1 -> Q")
+        .on(WITH_CONTEXT, "1901")
+        .on(SUMMARY, "Answer: Alpha");
+    let t = ask_question("Which film has the director who lived longer, Alpha or Beta?", StrategyOptions::default(), llm).await;
+    assert_eq!(t.repairs.iter().filter(|r| r.rule == "compare_split_unusable").count(), 2, "{:?}", t.repairs);
+    assert_eq!(t.answer, "Alpha");
+    assert!(purposes(&t).contains(&"decompose".to_string()), "a director's dates: planned as usual");
+}
+
+#[tokio::test]
+async fn a_lifespan_of_the_options_themselves_is_asked_without_the_model() {
+    let llm = ScriptedLlm::new().on(COMPARE_SPLIT, "When did Alpha die?").on_fn(WITH_CONTEXT, |prompt, _| {
+        let asked = prompt.rsplit("Question: ").next().unwrap_or("");
+        if asked.contains("Alpha") { "1901 – 1950" } else { "1910 – 1990" }.into()
+    });
+    let t = ask_question("Who lived longer, Alpha or Beta?", StrategyOptions::default(), llm).await;
+    assert!(t.repairs.iter().any(|r| r.rule == "lifespan_question"), "{:?}", t.repairs);
+    assert_eq!(t.node("2").map(|n| n.question.clone()).as_deref(), Some("What were the birth and death dates of Beta?"));
+    assert_eq!(t.answer, "Beta");
+}
+
+#[tokio::test]
+async fn options_that_open_the_question_are_compared_too() {
+    // "Was A or B …?" is a choice between A and B, not a yes/no question.
+    let llm = split_model().on_fn(WITH_CONTEXT, |prompt, _| {
+        let asked = prompt.rsplit("Question: ").next().unwrap_or("");
+        if asked.contains("Alpha") { "1970" } else { "1961" }.into()
+    });
+    let t = ask_question("Did Alpha or Beta die first?", StrategyOptions::default(), llm).await;
+    assert_eq!(t.answer, "Beta", "1961 is earlier than 1970");
 }
 
 #[tokio::test]
