@@ -100,9 +100,9 @@ pub struct ToqdOptions {
     /// and 16: 2 agreeing samples, 3 abstaining). 0: off.
     pub answer_first_agree: u32,
     /// Questions that name two options ("…, A or B?"): the final vote counts only readings that name
-    /// one of them; when the question asks which comes first or last, the plan is one node per
-    /// option (asking for its date, written by the model) and the dates decide, with the summary as
-    /// the fallback. Off: such questions plan like any other.
+    /// one of them; when the question asks which comes first or last, or lived longer, the plan is
+    /// one node per option (asking for its date, or its birth and death dates) and the dates decide,
+    /// with the summary as the fallback. Off: such questions plan like any other.
     pub compare: bool,
     /// Ask the node gate (`gate`, with its estimator and threshold) about the question itself before
     /// any search: when the model knows it closed-book, that answer is final and nothing is
