@@ -392,7 +392,7 @@ fn swap_option(text: &str, option: &str, other: &str) -> Option<String> {
 }
 
 /// The alphanumeric runs of `text`, lowercased.
-fn lower_words(text: &str) -> Vec<String> {
+pub(super) fn lower_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 

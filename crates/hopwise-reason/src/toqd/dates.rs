@@ -7,6 +7,8 @@
 
 use std::cmp::Ordering;
 
+use super::compare::lower_words;
+
 /// A date to the precision an answer gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartialDate {
@@ -34,16 +36,10 @@ impl PartialDate {
     /// most precise of them; `None` when it names no date, or dates that do not nest ("1899–1975"):
     /// which one the question compares is then unclear.
     pub fn find(answer: &str) -> Option<Self> {
-        let mut found: Option<PartialDate> = None;
-        for date in mentions(answer) {
-            found = match found {
-                None => Some(date),
-                Some(held) if held.contains(&date) => Some(date),
-                Some(held) if date.contains(&held) => Some(held),
-                Some(_) => return None,
-            };
+        match dates(answer)[..] {
+            [one] => Some(one),
+            _ => None,
         }
-        found
     }
 
     /// Orders two dates when the spans of time they could mean do not overlap; `Equal` when they
@@ -106,15 +102,7 @@ impl Lifespan {
     /// The lifespan `answer` gives: its dates fall in two groups of nesting mentions, the first
     /// before the second. `None` for one date, three, or two out of order.
     pub fn find(answer: &str) -> Option<Self> {
-        let mut groups: Vec<PartialDate> = Vec::new();
-        for date in mentions(answer) {
-            match groups.last_mut() {
-                Some(held) if held.contains(&date) => *held = date,
-                Some(held) if date.contains(held) => {}
-                _ => groups.push(date),
-            }
-        }
-        match groups[..] {
+        match dates(answer)[..] {
             [born, died] if born.compare(&died) == Some(Ordering::Less) => Some(Self { born, died }),
             _ => None,
         }
@@ -150,10 +138,23 @@ impl std::fmt::Display for Lifespan {
     }
 }
 
+/// The dates `answer` gives, in order: a run of mentions that nest ("1963 (19 January 1963)") is one
+/// date, the most precise of them.
+fn dates(answer: &str) -> Vec<PartialDate> {
+    let mut dates: Vec<PartialDate> = Vec::new();
+    for date in mentions(answer) {
+        match dates.last_mut() {
+            Some(held) if held.contains(&date) => *held = date,
+            Some(held) if date.contains(held) => {}
+            _ => dates.push(date),
+        }
+    }
+    dates
+}
+
 /// Every date `answer` mentions, in order.
 fn mentions(answer: &str) -> Vec<PartialDate> {
-    let tokens: Vec<String> =
-        answer.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let tokens = lower_words(answer);
     let mut found = Vec::new();
     for (i, token) in tokens.iter().enumerate() {
         let before = |back: usize| i.checked_sub(back).and_then(|j| tokens.get(j)).map(String::as_str);

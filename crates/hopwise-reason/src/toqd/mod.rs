@@ -286,16 +286,18 @@ impl Toqd {
 
     /// Reads the question over its own passages. `Ok(answer)` when the vote is sure enough to answer
     /// without a graph (node Q is then marked retrieved); otherwise the readings, for the final vote.
+    /// `open_answer`: the answer is neither yes/no nor one of two options, so readings that agree are
+    /// unlikely to agree by chance (`answer_first_agree`).
     async fn read_question(
         &self,
         ctx: &Ctx,
         question: &str,
         evidence: &[Passage],
+        open_answer: bool,
     ) -> Result<std::result::Result<Answer, Vec<Option<String>>>> {
         let prompt =
             ctx.render("toqd_self_verify_context", &[("passages", &format_passages(evidence)), ("question", question)])?;
         let reading = self.sample_reading(ctx, SINK, "read_question", &prompt, question).await?;
-        let open_answer = !parse::is_yes_no_question(question) && Comparison::parse(question).is_none();
         let settled = reading
             .accept(ctx, SINK, self.opts.answer_first_confidence)
             .or_else(|| open_answer.then(|| reading.accept_unanimous(ctx, SINK, self.opts.answer_first_agree)).flatten());
@@ -465,11 +467,13 @@ impl Strategy for Toqd {
         ctx.rec().update_node(SINK, |n| n.passages = evidence.clone());
         // A question that asks which of two options comes first or last is planned as one node per
         // option and decided by their dates; its reading of the question would rarely be sure.
-        let comparison = if self.opts.compare { Comparison::parse(question) } else { None };
+        let options = Comparison::parse(question);
+        let open_answer = options.is_none() && !parse::is_yes_no_question(question);
+        let comparison = options.filter(|_| self.opts.compare);
         let dated = comparison.as_ref().filter(|c| c.direction.is_some());
         let mut pooled = Vec::new();
         if self.opts.answer_first && !evidence.is_empty() && dated.is_none() {
-            match self.read_question(ctx, question, &evidence).await {
+            match self.read_question(ctx, question, &evidence, open_answer).await {
                 Ok(Ok(answer)) => return Ok(answer),
                 Ok(Err(readings)) => pooled = readings,
                 Err(e) if e.is_fatal() => return Err(e),

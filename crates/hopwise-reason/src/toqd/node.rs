@@ -40,13 +40,7 @@ impl Reading {
     pub(super) fn accept(&self, ctx: &Ctx, id: &str, min: f64) -> Option<Settled> {
         let accepted = !self.answer.is_empty() && self.confidence.unwrap_or(1.0) >= min;
         if self.confidence.is_some() {
-            ctx.rec().update_node(id, |n| {
-                details::update(n, |d: &mut ToqdNode| {
-                    if let Some(reading) = &mut d.reading {
-                        reading.accepted = Some(accepted);
-                    }
-                })
-            });
+            record_accepted(ctx, id, accepted);
         }
         accepted.then(|| Settled { answer: self.answer.clone(), confidence: self.confidence })
     }
@@ -59,13 +53,7 @@ impl Reading {
         if min_agree == 0 || self.answer.is_empty() || answered < min_agree as usize || agreeing != answered {
             return None;
         }
-        ctx.rec().update_node(id, |n| {
-            details::update(n, |d: &mut ToqdNode| {
-                if let Some(reading) = &mut d.reading {
-                    reading.accepted = Some(true);
-                }
-            })
-        });
+        record_accepted(ctx, id, true);
         ctx.rec().note(format!(
             "node {id}: the {answered} samples that answered agree on `{}` ({} replied NO!); accepted",
             self.answer,
@@ -73,6 +61,17 @@ impl Reading {
         ));
         Some(Settled { answer: self.answer.clone(), confidence: self.confidence })
     }
+}
+
+/// Records on node `id`'s reading whether it settled the node.
+fn record_accepted(ctx: &Ctx, id: &str, accepted: bool) {
+    ctx.rec().update_node(id, |n| {
+        details::update(n, |d: &mut ToqdNode| {
+            if let Some(reading) = &mut d.reading {
+                reading.accepted = Some(accepted);
+            }
+        })
+    });
 }
 
 /// An answer a node settled on, with how sure the vote was.
