@@ -94,6 +94,8 @@ pub(crate) const REWRITE_TOKENS: u32 = 96;
 const SUMMARY_TOKENS: u32 = 200;
 /// Sub-questions longer than this (in words) are run-on output, not questions.
 pub(crate) const MAX_SUBQUESTION_WORDS: usize = 40;
+/// Readings of the question that must agree before they outweigh a graph in which no node settled.
+const READING_PLURALITY: usize = 2;
 
 pub(crate) fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
     let mut p = ctx.params().clone();
@@ -312,6 +314,34 @@ impl Toqd {
             n.answer = Some(settled.answer.clone());
         });
         Ok(Ok(Answer { text: settled.answer, rationale: None }))
+    }
+
+    /// The question's own reading when its samples agree on a plurality of at least
+    /// `READING_PLURALITY` (a lone sample is no agreement), recorded as a repair of the summary
+    /// step it replaces; `None` otherwise.
+    fn reading_over_guesses(&self, ctx: &Ctx, pooled: &[Option<String>]) -> Option<Answer> {
+        let vote = answers::vote(pooled);
+        let lead = vote.table.first()?;
+        let contested = vote.table.get(1).is_some_and(|next| next.count >= lead.count);
+        if lead.count < READING_PLURALITY || contested {
+            return None;
+        }
+        ctx.rec().repair(Repair {
+            stage: "summary".into(),
+            rule: "question_reading_over_guesses".into(),
+            detail: format!(
+                "no node settled; {} of {} readings of the question's passages agree on `{}`; no summary",
+                lead.count,
+                pooled.len(),
+                vote.answer
+            ),
+        });
+        ctx.rec().set_confidence(vote.confidence);
+        ctx.rec().update_node(SINK, |n| {
+            n.decision = Decision::Retrieved;
+            n.answer = Some(vote.answer.clone());
+        });
+        Some(Answer { text: vote.answer, rationale: None })
     }
 
     /// The final answer from the dialog (and the question's passages, when there are any): `samples` summaries in one request and a vote over their
@@ -546,6 +576,15 @@ impl Strategy for Toqd {
         // none did (a guess that names the right entity is then the best lead the summary has).
         let settled = |id: &str| !ctx.rec().node(id).is_some_and(|n| n.best_effort);
         let any_settled = answered.iter().any(|(id, _, _)| settled(id));
+        // With no node settled the graph holds guesses only; when two or more of the question's
+        // own readings over its passages agree on a plurality, that reading answers it (on dev
+        // traces the summary otherwise followed the guesses away from a reading three of five
+        // samples gave).
+        if !any_settled && open_answer {
+            if let Some(answer) = self.reading_over_guesses(ctx, &pooled) {
+                return Ok(answer);
+            }
+        }
         let dialog: Vec<(String, String)> = answered
             .into_iter()
             .filter(|(id, _, _)| !any_settled || settled(id))

@@ -705,6 +705,45 @@ async fn an_unsure_reading_plans_and_its_readings_vote_with_the_summary() {
     assert_eq!(q.parents, vec!["2"], "the graph's sink edges still reach Q");
 }
 
+/// The question's readings: two say Rush, the next two say `third` and `fourth`, one declines
+/// (unsure, and not unanimous). No node is known and no node's passages answer it, so every node
+/// guesses; the summaries follow the guesses.
+fn unsettled_graph_model(third: &'static str, fourth: &'static str) -> ScriptedLlm {
+    bridge_model_after(
+        ScriptedLlm::new()
+            .on_fn(WITH_CONTEXT, move |prompt, i| {
+                if !prompt.contains(MAIN_QUESTION) {
+                    return "NO!".into();
+                }
+                match i {
+                    0 | 1 => "Rush".into(),
+                    2 => third.into(),
+                    3 => fourth.into(),
+                    _ => "NO!".into(),
+                }
+            })
+            .on(SELF_VERIFY, "NO!")
+            .on(BEST_EFFORT, "Genesis")
+            .on(SUMMARY, "Answer: Genesis"),
+    )
+}
+
+#[tokio::test]
+async fn with_no_node_settled_agreeing_readings_of_the_question_outweigh_the_guesses() {
+    let t = ask("toqd", answer_first(), unsettled_graph_model("Genesis", "NO!"), Some(corpus()), Budget::default()).await;
+    let guessed = ["1", "2"].map(|id| t.node(id).is_some_and(|n| n.best_effort));
+    assert_eq!(guessed, [true, true], "{:?}", t.nodes);
+    assert_eq!(t.answer, "Rush");
+    assert_eq!(t.confidence, Some(0.4), "two of five readings");
+    assert!(!purposes(&t).contains(&"summary".to_string()), "no summary: {:?}", purposes(&t));
+    assert!(t.repairs.iter().any(|r| r.rule == "question_reading_over_guesses" && r.detail.contains("2 of 5")), "{:?}", t.repairs);
+
+    // A tied plurality is no agreement: the summary decides as before.
+    let t = ask("toqd", answer_first(), unsettled_graph_model("Genesis", "Genesis"), Some(corpus()), Budget::default()).await;
+    assert!(purposes(&t).contains(&"summary".to_string()), "{:?}", purposes(&t));
+    assert!(t.repairs.iter().all(|r| r.rule != "question_reading_over_guesses"), "{:?}", t.repairs);
+}
+
 #[tokio::test]
 async fn readings_that_answer_and_agree_settle_the_question_whatever_abstained() {
     // Two samples say Rush, three reply NO!: a share of 0.4, but no sample disagrees.
