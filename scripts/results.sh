@@ -19,7 +19,9 @@
 #
 # Environment: HOPWISE_DATA (evaluation data directory, default ../shared/data), HOPWISE_MODEL (default
 # qwen2.5-1.5b), HOPWISE_THREADS (default 2), HOPWISE_CONCURRENCY (questions at once, default 2),
-# HOPWISE_BIN (default: `hopwise` on PATH, else this checkout's debug build), HOPWISE_HOME.
+# HOPWISE_BIN (default: `hopwise` on PATH, else this checkout's debug build), HOPWISE_HOME,
+# HOPWISE_REVISION (the commit the binary was built from, recorded per session; default this
+# checkout's HEAD, with +dirty when crates/ or Cargo.lock differ from it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,11 +93,16 @@ done_rows() { [ -f "$1/results.jsonl" ] && wc -l <"$1/results.jsonl" | tr -d ' '
 # One JSON line describing this invocation's work on a row (read by `hopwise report`).
 cpu_model="$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -1 | tr -d '"\\')"
 [ -n "$cpu_model" ] || cpu_model="$(uname -m)"
+revision="${HOPWISE_REVISION:-}"
+if [ -z "$revision" ] && revision="$(git rev-parse --short HEAD 2>/dev/null)"; then
+  git diff --quiet HEAD -- crates Cargo.lock 2>/dev/null || revision="$revision+dirty"
+fi
+revision="$(printf '%s' "$revision" | tr -cd '[:alnum:]+._-')"
 record_session() { # out started done_before
   local done_after; done_after="$(done_rows "$1")"
   [ "$done_after" != "$3" ] || return 0
-  printf '{"started":"%s","ended":"%s","threads":%s,"concurrency":%s,"cpu":"%s","cpus":%s,"done_before":%s,"done_after":%s}\n' \
-    "$2" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$HOPWISE_THREADS" "$concurrency" "$cpu_model" "$(nproc)" "$3" "$done_after" \
+  printf '{"started":"%s","ended":"%s","threads":%s,"concurrency":%s,"cpu":"%s","cpus":%s,"done_before":%s,"done_after":%s,"revision":"%s"}\n' \
+    "$2" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$HOPWISE_THREADS" "$concurrency" "$cpu_model" "$(nproc)" "$3" "$done_after" "$revision" \
     >>"$1/sessions.jsonl"
   progressed=1
 }

@@ -114,7 +114,8 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     )
     .expect("plan");
     let session = json!({"started": "2026-11-24T10:00:00Z", "ended": "2026-11-24T10:05:00Z", "threads": 1,
-                         "concurrency": 2, "cpu": "Test CPU", "cpus": 2, "done_before": 0, "done_after": 4});
+                         "concurrency": 2, "cpu": "Test CPU", "cpus": 2, "done_before": 0, "done_after": 4,
+                         "revision": "abc1234"});
     std::fs::write(rows.join("rtr/sessions.jsonl"), format!("{session}\n")).expect("sessions");
     let hand = "# Evaluation\n\nHand-written intro.\n\n<!-- results:begin -->\nstale\n<!-- results:end -->\n\n## Older section\n\nKept as is.\n";
     std::fs::write(repo.join("EVALUATION.md"), hand).expect("doc");
@@ -133,6 +134,7 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     assert!(doc.contains("| tiny | direct | rtr | 4 | -25.0 ["), "{doc}");
     assert!(doc.contains("scripts/results.sh --only '^tiny/(direct|rtr|cot)$'"), "{doc}");
     assert!(doc.contains("1 inference threads, 2 questions at once, on Test CPU (2 CPUs), 2026-11-24"), "{doc}");
+    assert!(doc.contains("code at rtr abc1234 ·"), "{doc}");
     assert!(doc.contains("not recorded for direct"), "{doc}");
     assert!(doc.contains("2 of 3 planned rows are complete"), "{doc}");
     assert!(doc.contains("](docs/results/scripted/tiny-cost.png)"), "{doc}");

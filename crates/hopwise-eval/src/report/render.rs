@@ -82,6 +82,17 @@ fn provenance(model: &str, dataset: &str, table: &Table) -> String {
         };
         parts.push(format!("{threads} inference threads, {at_once} questions at once, on {machine}, {dates}"));
     }
+    // Rows are computed over several sessions and code changes; each row names its commits.
+    let revisions: Vec<String> = with_results
+        .iter()
+        .filter_map(|r| {
+            let revs = r.sessions().iter().filter_map(|s| s.revision.clone()).filter(|v| !v.is_empty());
+            join_distinct(revs).map(|revs| format!("{} {revs}", r.label))
+        })
+        .collect();
+    if !revisions.is_empty() {
+        parts.push(format!("code at {}", revisions.join(", ")));
+    }
     let unrecorded: Vec<&str> =
         with_results.iter().filter(|r| r.sessions().is_empty()).map(|r| r.label.as_str()).collect();
     if !unrecorded.is_empty() {

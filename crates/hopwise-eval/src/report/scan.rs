@@ -25,6 +25,9 @@ pub struct Session {
     /// Lines in `results.jsonl` before and after.
     pub done_before: Option<usize>,
     pub done_after: Option<usize>,
+    /// The commit the binary was built from (`+dirty` when the checkout had changes); empty or
+    /// absent when not recorded.
+    pub revision: Option<String>,
 }
 
 #[derive(Debug, Clone)]
