@@ -20,6 +20,10 @@ target ::= node | "Q"
 node ::= [1-9] [0-9]?
 "#;
 
+/// What kind of thing an answer names: `person`, `place` or `other` (the `answer_kind` protocol).
+pub const ANSWER_KIND: &str = r#"root ::= "person" | "place" | "other"
+"#;
+
 /// [`EDGES`] restricted to the ids of an `n`-question list: only `1`..`n` and `Q` can be written.
 ///
 /// With the generic grammar the 0.5B model often names sub-questions that do not exist (on 50 HotpotQA

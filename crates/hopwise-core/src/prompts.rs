@@ -41,6 +41,8 @@ pub enum Protocol {
     Query,
     /// `entail`, `contradict` or `neutral`.
     NliLabel,
+    /// `person`, `place` or `other`: what kind of thing an answer names.
+    AnswerKind,
     /// Self-Ask's `Follow up: …` or a final answer.
     SelfAskStep,
     /// Free text (a system message, a rewritten question, a passage).

@@ -19,6 +19,7 @@
 //! | `search_request` (`[Search(query)]` or a sentence) | [`sentence::parse_search_request`] |
 //! | `query` | [`sentence::clean_query`] |
 //! | `nli_label` | [`crate::nli_judge::parse_label`] |
+//! | `answer_kind` (`person`, `place` or `other`) | [`answer::answer_kind`] |
 //! | `text` (free text: a rewritten question, a HyDE passage) | trimmed as it is |
 //!
 //! Repair rules for topology graphs (see [`parse_edges`]):

@@ -3,6 +3,7 @@
 
 use hopwise_core::text::normalize_answer;
 
+use super::dates::names_a_date;
 use crate::hgot::vote::{weighted_vote, Vote};
 use crate::protocol as parse;
 use crate::protocol::answer;
@@ -23,9 +24,10 @@ pub fn fits(question: &str, answer: &str) -> bool {
     dated_if_asked(question, answer) && !echoes(question, answer)
 }
 
-/// To a question that asks when, an answer must hold a number; any answer passes otherwise.
+/// To a question that asks when, an answer must name a date ([`names_a_date`]); any answer passes
+/// otherwise.
 pub fn dated_if_asked(question: &str, answer: &str) -> bool {
-    !asks_when(question) || answer.chars().any(|c| c.is_ascii_digit())
+    !asks_when(question) || names_a_date(answer)
 }
 
 /// Whether `answer` only repeats a name or phrase the question already gives ("What was Tottenham
@@ -69,7 +71,65 @@ pub fn read_any_answer(question: &str, reply: &str) -> Option<String> {
     if normalized.is_empty() || matches!(normalized.as_str(), "yes" | "no") {
         return None;
     }
+    if asks_place(question) {
+        return place_in_sentence(rest);
+    }
     Some(rest.to_string())
+}
+
+/// Whether `question` asks for a place: "Where …", "the place of birth (death, burial) of …",
+/// "birthplace", or "Which (What) city (country, state, town, …) …".
+pub fn asks_place(question: &str) -> bool {
+    let words: Vec<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    const PLACES: &[&str] =
+        &["city", "country", "state", "town", "village", "county", "province", "region", "continent", "island"];
+    let which_place = words.windows(2).take(2).any(|w| matches!(w[0].as_str(), "which" | "what") && PLACES.contains(&w[1].as_str()));
+    let place_of = words.windows(3).any(|w| w[0] == "place" && w[1] == "of" && matches!(w[2].as_str(), "birth" | "death" | "burial"));
+    words.first().is_some_and(|w| w == "where") || which_place || place_of || words.iter().any(|w| w == "birthplace")
+}
+
+/// Whether `question` asks for something a person's name cannot answer: a place ([`asks_place`])
+/// or a nationality ("What nationality is the director of film X?" was answered with the director).
+pub fn asks_not_a_person(question: &str) -> bool {
+    asks_place(question) || question.to_lowercase().split(|c: char| !c.is_alphanumeric()).any(|w| w == "nationality")
+}
+
+/// Verbs of location after which a sentence-shaped reading names its place.
+const LOCATING: &[&str] =
+    &["born in", "born at", "died in", "died at", "buried in", "buried at", "located in", "based in", "situated in"];
+
+/// A reading of a question that asks where, as the place it names: a sentence such as "Grover
+/// Jones was born in Indiana" reads as "Indiana" (on a dev trace the sentence was otherwise
+/// counted as its subject, the director, by the vote). `None` when the sentence names a date only
+/// ("was born in 1170"); anything else unchanged.
+pub fn place_in_sentence(answer: &str) -> Option<String> {
+    let lower = format!(" {} ", answer.to_ascii_lowercase());
+    let Some(start) = LOCATING.iter().filter_map(|p| lower.find(&format!(" {p} ")).map(|at| at + p.len() + 1)).min() else {
+        return Some(answer.to_string());
+    };
+    // `lower` is `answer` with one leading space and ASCII-lowercased, so offsets carry over.
+    let mut rest = answer.get(start..).unwrap_or_default().trim();
+    // "born in 1914 in Ireland": past a leading date to the place.
+    if rest.starts_with(|c: char| c.is_ascii_digit()) {
+        rest = match rest.find(" in ") {
+            Some(at) => &rest[at + 4..],
+            None => "",
+        };
+    }
+    // The place ends where a date or an aside begins.
+    let lower_rest = rest.to_ascii_lowercase();
+    let mut end = rest.len();
+    for stop in [" on ", " in 1", " in 2", ", 1", ", 2", " (", ";", " and ", " where ", " at the age"] {
+        if let Some(at) = lower_rest.find(stop) {
+            end = end.min(at);
+        }
+    }
+    let place = rest[..end].trim().trim_end_matches(['.', ',']).trim();
+    place.chars().any(char::is_alphabetic).then(|| place.to_string())
 }
 
 /// "Yes, X" / "No, X" / "Yes. X" → "X"; anything else unchanged.
@@ -205,6 +265,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn questions_that_ask_where() {
+        for q in [
+            "Where was the director of film Jaws born?",
+            "What is the place of birth of the director of film The Zone?",
+            "Where was the place of death of the performer of song Northwest Passage?",
+            "In which city was Rush formed?",
+            "Which country is Alfonso II of Aragon's father from?",
+            "What is the birthplace of Neil Peart?",
+        ] {
+            assert!(asks_place(q), "{q}");
+        }
+        assert!(asks_not_a_person("What nationality is the director of film Jaws?"));
+        assert!(!asks_place("What nationality is the director of film Jaws?"));
+        assert!(!asks_not_a_person("Who directed Jaws?"));
+        for q in ["Who directed Jaws?", "When was the director of Jaws born?", "Which band released Counterparts?", "What is the state of the art?"] {
+            assert!(!asks_place(q), "{q}");
+        }
+    }
+
+    #[test]
+    fn a_sentence_answers_where_with_the_place_it_names() {
+        let p = |s: &str| place_in_sentence(s);
+        assert_eq!(p("Grover Jones was born in Indiana").as_deref(), Some("Indiana"));
+        assert_eq!(p("Mark Steven Johnson was born in Hastings, Minnesota.").as_deref(), Some("Hastings, Minnesota"));
+        assert_eq!(p("He died in Edirne on 6 November 1715").as_deref(), Some("Edirne"));
+        assert_eq!(p("Douglas MacLean, born in 1914 in Ireland").as_deref(), Some("Ireland"));
+        assert_eq!(p("Lope Diaz II de Haro was born in 1170"), None, "a date is no place");
+        assert_eq!(p("Cincinnati, Ohio").as_deref(), Some("Cincinnati, Ohio"), "no sentence: unchanged");
+        let q = "Where was Grover Jones born?";
+        assert_eq!(read_node_answer(q, "Answer: Grover Jones was born in Indiana.").as_deref(), Some("Indiana"));
+        assert_eq!(read_node_answer("Who was Grover Jones?", "Grover Jones was born in Indiana").as_deref(), Some("Grover Jones was born in Indiana"));
+    }
+
+    #[test]
     fn node_answers_keep_content_after_a_leading_yes() {
         let q = "Who was the drummer of Rush?";
         assert_eq!(read_node_answer(q, "Yes, Neil Peart was the drummer.").as_deref(), Some("Neil Peart was the drummer"));
@@ -226,6 +320,11 @@ mod tests {
         assert_eq!(read_node_answer(q, "in the 1960s").as_deref(), Some("in the 1960s"));
         assert!(asks_when("In what year did Rush form?") && asks_when("On which date was it signed?"));
         assert!(asks_when("What year was Jaws released?"));
+        let q = "When did Henry Grey, 4th Earl of Kent's father die?";
+        assert_eq!(read_node_answer(q, "George Grey, 2nd Earl of Kent"), None, "an ordinal is no date");
+        assert_eq!(read_node_answer(q, "25 December 1505").as_deref(), Some("25 December 1505"));
+        assert_eq!(read_node_answer(q, "in 476").as_deref(), Some("in 476"), "a year before 1000");
+        assert_eq!(read_node_answer(q, "in the late 15th century").as_deref(), Some("in the late 15th century"));
         assert!(!asks_when("What is the name of the director?") && !asks_when("Who was born first?"));
         assert_eq!(read_node_answer("Who directed Jaws?", "Steven Spielberg").as_deref(), Some("Steven Spielberg"));
     }

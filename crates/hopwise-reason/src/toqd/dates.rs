@@ -138,6 +138,15 @@ impl std::fmt::Display for Lifespan {
     }
 }
 
+/// Whether `answer` names a date at all: a year, decade or century [`dates`] reads, a bare number
+/// of three or four digits (a year before 1000), or a month. An ordinal alone ("George Grey, 2nd
+/// Earl of Kent", a dev answer to "When did … die?") is none.
+pub(super) fn names_a_date(answer: &str) -> bool {
+    let tokens = lower_words(answer);
+    let year_like = |t: &String| (3..=4).contains(&t.len()) && t.chars().all(|c| c.is_ascii_digit());
+    !dates(answer).is_empty() || tokens.iter().any(|t| year_like(t) || (t != "may" && month_of(t).is_some()))
+}
+
 /// The dates `answer` gives, in order: a run of mentions that nest ("1963 (19 January 1963)") is one
 /// date, the most precise of them.
 fn dates(answer: &str) -> Vec<PartialDate> {

@@ -395,10 +395,11 @@ impl Toqd {
         // A question that names two options is answered by one of them: when some readings name
         // one, only those vote, each as the option it names.
         let restriction = comparison.filter(|c| readings.iter().flatten().any(|r| c.chosen_option(r).is_some()));
-        let readings: Vec<Option<String>> = match restriction {
+        let mut readings: Vec<Option<String>> = match restriction {
             Some(c) => readings.iter().map(|r| r.as_deref().and_then(|r| c.chosen_option(r)).map(|i| c.options[i].clone())).collect(),
             None => readings,
         };
+        self.without_people(ctx, SINK, question, &mut readings).await?;
         let vote = answers::vote(&readings);
         let summary = SummaryRecord {
             samples: reply.choices.iter().map(|c| c.text.clone()).collect(),

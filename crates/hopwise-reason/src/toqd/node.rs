@@ -2,9 +2,13 @@
 //! the gate whether the model already knows, retrieve only if not, read the passages, and ask for a
 //! child graph when even they leave the node unanswered.
 
-use hopwise_core::{Decision, GenParams, Passage, Repair};
+use hopwise_core::text::normalize_answer;
+use hopwise_core::{grammars, Decision, GenParams, Passage, Repair};
 
-use super::answers::{comparable, dated_if_asked, echoes, fits, leaf_query, names_only, read_any_answer, read_node_answer, vote};
+use super::answers::{
+    asks_not_a_person, comparable, contains_words, dated_if_asked, echoes, fits, leaf_query, names_only, read_any_answer,
+    read_node_answer, vote,
+};
 use super::options::NodeGate;
 use super::{capped, child_graph, QuestionState, Toqd, ANSWER_TOKENS, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::{format_dialog, format_passages, Ctx};
@@ -13,6 +17,7 @@ use crate::details::{
     toqd::{GateDecision, GateRecord, ReadingRecord, ToqdNode},
 };
 use crate::error::Result;
+use crate::protocol::answer::{answer_kind, AnswerKind};
 use crate::executor::{NodeOutcome, NodeTask, Phase};
 use crate::gate;
 use crate::uncertainty;
@@ -20,6 +25,9 @@ use crate::uncertainty;
 /// Word-set Jaccard with the main question at or above which a rewrite counts as a restatement of
 /// it (the sub-question's own focus was lost).
 const RESTATES_MAIN: f64 = 0.8;
+
+/// Output cap of the kind label (`person`, `place`, `other`).
+const KIND_TOKENS: u32 = 4;
 
 /// The readings of one prompt with passages and their vote.
 pub(super) struct Reading {
@@ -179,7 +187,7 @@ impl Toqd {
                 ctx.rec().repair(Repair {
                     stage: format!("retrieve:{id}"),
                     rule: "query_follows_lead".into(),
-                    detail: format!("the question's passages named `{lead}` but no date; searched with it"),
+                    detail: format!("the question's passages named `{lead}` instead of what it asks; searched with it"),
                 });
                 format!("{question} {lead}")
             } else if task.has_parents {
@@ -396,8 +404,10 @@ impl Toqd {
         if self.opts.samples <= 1 {
             let reply = ctx.chat(purpose, Some(id), prompt.to_string(), capped(ctx, ANSWER_TOKENS)).await?;
             let named = [read_any_answer(question, reply.text())];
-            let answer = named[0].clone().filter(|a| fits(question, a));
-            let lead = lead_of(question, &named);
+            let mut readings = [named[0].clone().filter(|a| fits(question, a))];
+            let person = self.without_people(ctx, id, question, &mut readings).await?;
+            let [answer] = readings;
+            let lead = lead_of(question, &named).or(person);
             return Ok(Reading {
                 answer: answer.clone().unwrap_or_default(),
                 confidence: None,
@@ -415,13 +425,70 @@ impl Toqd {
         let reply = ctx.chat(purpose, Some(id), prompt.to_string(), params).await?;
         let replies: Vec<String> = reply.choices.iter().map(|c| c.text.clone()).collect();
         let named: Vec<Option<String>> = replies.iter().map(|r| read_any_answer(question, r)).collect();
-        let readings: Vec<Option<String>> = named.iter().map(|a| a.clone().filter(|a| fits(question, a))).collect();
+        let mut readings: Vec<Option<String>> = named.iter().map(|a| a.clone().filter(|a| fits(question, a))).collect();
+        let person = self.without_people(ctx, id, question, &mut readings).await?;
         let vote = vote(&readings);
-        let lead = lead_of(question, &named);
+        let lead = lead_of(question, &named).or(person);
         let detail =
             ReadingRecord { samples: replies, vote: vote.table.clone(), confidence: vote.confidence, accepted: None };
         ctx.rec().update_node(id, |n| details::update(n, |d: &mut ToqdNode| d.reading = Some(detail)));
         Ok(Reading { answer: vote.answer, confidence: Some(vote.confidence), readings, lead })
+    }
+
+    /// For a question that asks where or what nationality (`answer_kind`), the readings that name a
+    /// person abstain:
+    /// the vote's winner is labelled person, place or other by one short constrained call, and a
+    /// person's readings are set to `None` before the next winner is labelled (two at most).
+    /// Returns the first person removed: where a search of the node's own should look next.
+    pub(super) async fn without_people(
+        &self,
+        ctx: &Ctx,
+        id: &str,
+        question: &str,
+        readings: &mut [Option<String>],
+    ) -> Result<Option<String>> {
+        if !self.opts.answer_kind || !asks_not_a_person(question) {
+            return Ok(None);
+        }
+        let mut first_person = None;
+        for _ in 0..2 {
+            let winner = vote(readings).answer;
+            if winner.is_empty() || self.kind_of(ctx, id, &winner).await? != Some(AnswerKind::Person) {
+                break;
+            }
+            ctx.rec().repair(Repair {
+                stage: format!("read:{id}"),
+                rule: "answer_names_a_person".into(),
+                detail: format!("`{winner}` names a person, which the question does not ask for; its readings abstain"),
+            });
+            let key = normalize_answer(&winner);
+            for reading in readings.iter_mut() {
+                if reading.as_deref().is_some_and(|r| normalize_answer(r) == key || contains_words(&normalize_answer(r), &key)) {
+                    *reading = None;
+                }
+            }
+            first_person.get_or_insert(winner);
+        }
+        Ok(first_person)
+    }
+
+    /// The kind of thing `answer` names, by one greedy call constrained to the three labels (when
+    /// `grammar` is on); `None` when the reply is none of them or the call failed for a reason
+    /// that does not stop the question.
+    async fn kind_of(&self, ctx: &Ctx, id: &str, answer: &str) -> Result<Option<AnswerKind>> {
+        let prompt = ctx.render("toqd_answer_kind", &[("answer", answer)])?;
+        let mut params = GenParams { temperature: 0.0, ..capped(ctx, KIND_TOKENS) };
+        if self.opts.grammar {
+            params.grammar = Some(grammars::ANSWER_KIND.to_string());
+        }
+        match ctx.chat("answer_kind", Some(id), prompt, params).await {
+            Ok(reply) => Ok(answer_kind(reply.text())),
+            Err(e) if e.is_fatal() => Err(e),
+            Err(e) => {
+                ctx.rec().note(format!("node {id}: labelling `{answer}` failed: {e}; kept"));
+                Ok(None)
+            }
+        }
     }
 
     /// A decomposed node's answer from its children's dialog.

@@ -104,6 +104,11 @@ pub struct ToqdOptions {
     /// one node per option (asking for its date, or its birth and death dates) and the dates decide,
     /// with the summary as the fallback. Off: such questions plan like any other.
     pub compare: bool,
+    /// Questions that ask where or what nationality: before a reading's answer counts, one short constrained call asks
+    /// whether it names a person, a place or something else, and a person is no answer (the
+    /// readings that gave it abstain; the node's own search then looks for that person). On the 2Wiki
+    /// dev traces "the place of birth of the director of film X" was answered with the director.
+    pub answer_kind: bool,
     /// Ask the node gate (`gate`, with its estimator and threshold) about the question itself before
     /// any search: when the model knows it closed-book, that answer is final and nothing is
     /// retrieved. `hopwise gate-eval --items questions` sweeps its threshold against the reader that
@@ -135,6 +140,7 @@ impl Default for ToqdOptions {
             answer_first_confidence: 0.8,
             answer_first_agree: 2,
             compare: true,
+            answer_kind: true,
             question_gate: false,
         }
     }

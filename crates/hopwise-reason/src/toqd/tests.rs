@@ -1118,3 +1118,61 @@ async fn an_unsure_question_gate_goes_on_to_the_search() {
     assert_eq!(gate.decision, GateDecision::Retrieve);
     assert!(gate.uncertainty > gate.threshold);
 }
+
+const KIND: &str = "the name of a person, a place";
+const PLACE_QUESTION: &str = "What is the place of birth of the director of film Jaws?";
+
+/// "Where was the director of Jaws born?": the question's readings name the director; the graph
+/// finds him, then his birthplace, which the node and the summary write as a sentence.
+fn birthplace_model() -> ScriptedLlm {
+    ScriptedLlm::new()
+        .on_fn(KIND, |p, _| if p.contains("Spielberg") { "person" } else { "place" }.into())
+        .on(DECOMPOSE, "1. Who directed the film Jaws?\n2. Where was that director born?")
+        .on(CRITIQUE, "1. Who directed the film Jaws?\n2. Where was that director born?")
+        .on(CONSTRUCT, "1 -> 2\n2 -> Q")
+        .on(REWRITE, "Where was Steven Spielberg born?")
+        .on_fn(WITH_CONTEXT, |p, _| {
+            if p.contains("Where was Steven Spielberg born") {
+                "Steven Spielberg was born in Cincinnati, Ohio on December 18, 1946.".into()
+            } else {
+                "Steven Spielberg".into()
+            }
+        })
+        .on(SUMMARY, "Answer: Steven Spielberg was born in Cincinnati, Ohio.")
+}
+
+fn jaws_corpus() -> StaticRetriever {
+    StaticRetriever::from_pairs(&[
+        ("Jaws", "Jaws is a 1975 film directed by Steven Spielberg."),
+        ("Steven Spielberg", "Steven Spielberg (born December 18, 1946 in Cincinnati, Ohio) is an American film director."),
+    ])
+}
+
+async fn ask_where(options: &StrategyOptions) -> Trace {
+    let s = build("toqd", options).expect("toqd");
+    let ctx = Ctx::new(Arc::new(birthplace_model()), Arc::new(Prompts::default()), Recorder::new("q", "toqd"))
+        .with_retriever(Some(Arc::new(jaws_corpus()) as Arc<dyn Retriever>));
+    run(s.as_ref(), &ctx, PLACE_QUESTION).await.expect("runs")
+}
+
+#[tokio::test]
+async fn a_person_is_no_answer_to_a_question_that_asks_where() {
+    let t = ask_where(&answer_first()).await;
+    assert_eq!(t.answer, "Cincinnati, Ohio", "{:?}", t.repairs);
+    let q = t.node("Q").expect("node Q");
+    assert_eq!(detail(q).reading.and_then(|r| r.accepted), Some(false), "the director's name did not settle it");
+    assert!(
+        t.repairs.iter().any(|r| r.rule == "answer_names_a_person" && r.stage == "read:Q" && r.detail.contains("Steven Spielberg")),
+        "{:?}",
+        t.repairs
+    );
+    // Node 1 asks who, so its answer is not labelled; node 2's sentence reads as its place.
+    assert_eq!(t.node("1").and_then(|n| n.answer.clone()).as_deref(), Some("Steven Spielberg"));
+    assert_eq!(t.node("2").and_then(|n| n.answer.clone()).as_deref(), Some("Cincinnati, Ohio"));
+    assert!(purposes(&t).contains(&"answer_kind".to_string()));
+
+    // Off, the question's unanimous reading answers with one call.
+    let t = ask_where(&with(answer_first(), "answer_kind", serde_json::json!(false))).await;
+    assert_eq!(t.answer, "Steven Spielberg");
+    assert_eq!(purposes(&t), vec!["read_question"]);
+}
