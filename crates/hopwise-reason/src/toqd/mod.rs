@@ -15,6 +15,7 @@ use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
 
 use crate::ctx::{format_dialog, format_passages, Ctx};
 use crate::details::{self, toqd::{SummaryRecord, ToqdNode}};
+use node::Reading;
 use crate::error::{ReasonError, Result};
 use crate::executor::{ChildGraph, Dag, GraphObserver};
 use crate::protocol::answer;
@@ -35,6 +36,12 @@ pub use dates::{Lifespan, PartialDate};
 pub use options::{Evidence, NodeGate, ToqdOptions};
 
 /// What the nodes of one question share while its graph runs.
+/// The question's readings when they did not settle it, and whether a search followed their lead.
+struct Unsure {
+    readings: Vec<Option<String>>,
+    searched: bool,
+}
+
 pub(crate) struct QuestionState {
     /// Passages retrieved with the main question (`evidence = question`); empty otherwise.
     evidence: Vec<Passage>,
@@ -289,23 +296,67 @@ impl Toqd {
     /// Reads the question over its own passages. `Ok(answer)` when the vote is sure enough to answer
     /// without a graph (node Q is then marked retrieved); otherwise the readings, for the final vote.
     /// `open_answer`: the answer is neither yes/no nor one of two options, so readings that agree are
-    /// unlikely to agree by chance (`answer_first_agree`).
+    /// unlikely to agree by chance (`answer_first_agree`). When the readings named something other
+    /// than what the question asks (the director for "When (where) was the director of X born?"),
+    /// one search with the question and that lead is read the same way; it takes the place of a
+    /// node's own search (`max_node_searches`).
     async fn read_question(
         &self,
         ctx: &Ctx,
         question: &str,
         evidence: &[Passage],
         open_answer: bool,
-    ) -> Result<std::result::Result<Answer, Vec<Option<String>>>> {
+    ) -> Result<std::result::Result<Answer, Unsure>> {
+        let reading = self.read_passages(ctx, question, evidence, "read_question").await?;
+        if let Some(answer) = self.settle_question(ctx, &reading, open_answer) {
+            return Ok(Ok(answer));
+        }
+        let mut unsure = Unsure { readings: reading.readings, searched: false };
+        let Some(lead) = reading.lead.filter(|_| self.with_retrieval && self.opts.max_node_searches > 0) else {
+            return Ok(Err(unsure));
+        };
+        ctx.rec().repair(Repair {
+            stage: format!("retrieve:{SINK}"),
+            rule: "query_follows_lead".into(),
+            detail: format!("the question's passages named `{lead}` instead of what it asks; searched with it"),
+        });
+        unsure.searched = true;
+        let passages = match ctx.retrieve(Some(SINK), &format!("{question} {lead}"), ctx.k()).await {
+            Ok(passages) => passages,
+            Err(e) if e.is_fatal() => return Err(e),
+            Err(e) => {
+                ctx.rec().note(format!("search with the lead `{lead}` failed: {e}; planning"));
+                return Ok(Err(unsure));
+            }
+        };
+        ctx.rec().update_node(SINK, |n| {
+            for p in &passages {
+                if !n.passages.iter().any(|held| held.id == p.id) {
+                    n.passages.push(p.clone());
+                }
+            }
+        });
+        let reading = self.read_passages(ctx, question, &passages, "read_question_lead").await?;
+        if let Some(answer) = self.settle_question(ctx, &reading, open_answer) {
+            return Ok(Ok(answer));
+        }
+        unsure.readings.extend(reading.readings);
+        Ok(Err(unsure))
+    }
+
+    /// The sampled readings of the question over `passages`, recorded on node Q.
+    async fn read_passages(&self, ctx: &Ctx, question: &str, passages: &[Passage], purpose: &str) -> Result<Reading> {
         let prompt =
-            ctx.render("toqd_self_verify_context", &[("passages", &format_passages(evidence)), ("question", question)])?;
-        let reading = self.sample_reading(ctx, SINK, "read_question", &prompt, question).await?;
+            ctx.render("toqd_self_verify_context", &[("passages", &format_passages(passages)), ("question", question)])?;
+        self.sample_reading(ctx, SINK, purpose, &prompt, question).await
+    }
+
+    /// The question's answer when `reading` is sure (a share of `answer_first_confidence`, or for an
+    /// open answer `answer_first_agree` samples that all agree); node Q is then marked retrieved.
+    fn settle_question(&self, ctx: &Ctx, reading: &Reading, open_answer: bool) -> Option<Answer> {
         let settled = reading
             .accept(ctx, SINK, self.opts.answer_first_confidence)
-            .or_else(|| open_answer.then(|| reading.accept_unanimous(ctx, SINK, self.opts.answer_first_agree)).flatten());
-        let Some(settled) = settled else {
-            return Ok(Err(reading.readings));
-        };
+            .or_else(|| open_answer.then(|| reading.accept_unanimous(ctx, SINK, self.opts.answer_first_agree)).flatten())?;
         if let Some(c) = settled.confidence {
             ctx.rec().set_confidence(c);
         }
@@ -313,7 +364,7 @@ impl Toqd {
             n.decision = Decision::Retrieved;
             n.answer = Some(settled.answer.clone());
         });
-        Ok(Ok(Answer { text: settled.answer, rationale: None }))
+        Some(Answer { text: settled.answer, rationale: None })
     }
 
     /// The question's own reading when its samples agree on a plurality of at least
@@ -503,10 +554,11 @@ impl Strategy for Toqd {
         let comparison = options.filter(|_| self.opts.compare);
         let dated = comparison.as_ref().filter(|c| c.direction.is_some());
         let mut pooled = Vec::new();
+        let mut lead_searched = false;
         if self.opts.answer_first && !evidence.is_empty() && dated.is_none() {
             match self.read_question(ctx, question, &evidence, open_answer).await {
                 Ok(Ok(answer)) => return Ok(answer),
-                Ok(Err(readings)) => pooled = readings,
+                Ok(Err(unsure)) => (pooled, lead_searched) = (unsure.readings, unsure.searched),
                 Err(e) if e.is_fatal() => return Err(e),
                 Err(e) => ctx.rec().note(format!("reading the question's passages failed: {e}; planning")),
             }
@@ -526,8 +578,11 @@ impl Strategy for Toqd {
         // The comparison the dates decide, when it was planned as one node per option; each option
         // node may then search once of its own, whatever `max_node_searches` says.
         let decided_by_dates = dated.filter(|_| compared.is_some());
-        let max_searches =
-            if decided_by_dates.is_some() { self.opts.max_node_searches.max(2) } else { self.opts.max_node_searches };
+        let max_searches = if decided_by_dates.is_some() {
+            self.opts.max_node_searches.max(2)
+        } else {
+            self.opts.max_node_searches.saturating_sub(u32::from(lead_searched))
+        };
         let plan = match compared {
             Some(plan) => plan,
             None => self.general_plan(ctx, question).await?,

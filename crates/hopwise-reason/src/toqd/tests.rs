@@ -1123,7 +1123,8 @@ const KIND: &str = "the name of a person, a place";
 const PLACE_QUESTION: &str = "What is the place of birth of the director of film Jaws?";
 
 /// "Where was the director of Jaws born?": the question's readings name the director; the graph
-/// finds him, then his birthplace, which the node and the summary write as a sentence.
+/// finds him; the birthplace node's passages do not answer it, so it guesses; the guess and the
+/// summary are sentences.
 fn birthplace_model() -> ScriptedLlm {
     ScriptedLlm::new()
         .on_fn(KIND, |p, _| if p.contains("Spielberg") { "person" } else { "place" }.into())
@@ -1133,18 +1134,19 @@ fn birthplace_model() -> ScriptedLlm {
         .on(REWRITE, "Where was Steven Spielberg born?")
         .on_fn(WITH_CONTEXT, |p, _| {
             if p.contains("Where was Steven Spielberg born") {
-                "Steven Spielberg was born in Cincinnati, Ohio on December 18, 1946.".into()
+                "NO!".into()
             } else {
                 "Steven Spielberg".into()
             }
         })
+        .on(BEST_EFFORT, "Steven Spielberg was born in Cincinnati, Ohio on December 18, 1946.")
         .on(SUMMARY, "Answer: Steven Spielberg was born in Cincinnati, Ohio.")
 }
 
 fn jaws_corpus() -> StaticRetriever {
     StaticRetriever::from_pairs(&[
         ("Jaws", "Jaws is a 1975 film directed by Steven Spielberg."),
-        ("Steven Spielberg", "Steven Spielberg (born December 18, 1946 in Cincinnati, Ohio) is an American film director."),
+        ("Spielberg filmography", "Steven Spielberg (born December 18, 1946) is an American film director."),
     ])
 }
 
@@ -1166,13 +1168,43 @@ async fn a_person_is_no_answer_to_a_question_that_asks_where() {
         "{:?}",
         t.repairs
     );
-    // Node 1 asks who, so its answer is not labelled; node 2's sentence reads as its place.
+    // Node 1 asks who, so its answer is not labelled; node 2's guess, a sentence, reads as its place.
     assert_eq!(t.node("1").and_then(|n| n.answer.clone()).as_deref(), Some("Steven Spielberg"));
     assert_eq!(t.node("2").and_then(|n| n.answer.clone()).as_deref(), Some("Cincinnati, Ohio"));
     assert!(purposes(&t).contains(&"answer_kind".to_string()));
+    // The person led one search with the question; its reading named him again, so the graph ran.
+    // That search was the question's one node search: node 2 found no answer and did not search.
+    let lead = t.repairs.iter().find(|r| r.rule == "query_follows_lead").expect("the lead was followed");
+    assert_eq!(lead.stage, "retrieve:Q");
+    assert_eq!(t.stats.retrieval_rounds, 2, "the question's search and the lead's");
+    assert!(t.notes.iter().any(|n| n.contains("node 2: max_node_searches reached")), "{:?}", t.notes);
 
     // Off, the question's unanimous reading answers with one call.
     let t = ask_where(&with(answer_first(), "answer_kind", serde_json::json!(false))).await;
     assert_eq!(t.answer, "Steven Spielberg");
     assert_eq!(purposes(&t), vec!["read_question"]);
+}
+
+#[tokio::test]
+async fn the_person_a_where_reading_names_leads_a_search_that_can_settle_the_question() {
+    // The director's own page shares no word with the question: only the search with his name finds it.
+    let corpus = StaticRetriever::from_pairs(&[
+        ("Jaws", "Jaws is a 1975 film directed by Steven Spielberg."),
+        ("Steven Spielberg", "Spielberg was born in Cincinnati, Ohio."),
+    ]);
+    let llm = ScriptedLlm::new()
+        .on_fn(KIND, |p, _| if p.contains("Spielberg") { "person" } else { "place" }.into())
+        .on_fn(WITH_CONTEXT, |p, _| {
+            if p.contains("Cincinnati") { "Steven Spielberg was born in Cincinnati, Ohio." } else { "Steven Spielberg" }.into()
+        });
+    let s = build("toqd", &answer_first()).expect("toqd");
+    let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), Recorder::new("q", "toqd"))
+        .with_retriever(Some(Arc::new(corpus) as Arc<dyn Retriever>));
+    let t = run(s.as_ref(), &ctx, PLACE_QUESTION).await.expect("runs");
+    assert_eq!(t.answer, "Cincinnati, Ohio");
+    assert_eq!(purposes(&t), vec!["read_question", "answer_kind", "read_question_lead", "answer_kind"]);
+    assert_eq!(t.stats.retrieval_rounds, 2);
+    let q = t.node("Q").expect("node Q");
+    assert!(q.passages.iter().any(|p| p.title == "Steven Spielberg"), "the lead's passages are on Q");
+    assert_eq!(q.decision, Decision::Retrieved);
 }
