@@ -98,6 +98,7 @@ const TOQD_TEMPLATES: &[&str] = &[
     "toqd_decompose_internal",
     "toqd_aggregate",
     "toqd_best_effort",
+    "toqd_answer_kind",
     "toqd_summary",
     "toqd_summary_yes_no",
     "toqd_summary_passages",
@@ -284,13 +285,15 @@ mod registry_tests {
             ScriptedLlm::new().fallback("1. Who directed Jaws?\n2. When was he born?\n1 -> 2\n2 -> Q\nAnswer: Spielberg"),
             ScriptedLlm::new().fallback("Follow up: Who directed Jaws?\nSo the final answer is: Spielberg.\nStep 1: Who directed Jaws? [1]\nAnswer: Spielberg"),
         ];
+        // A question that asks where walks ToQD's check that the answer names no person.
+        let questions = ["Who directed Jaws?", "Where was the director of Jaws born?"];
         for StrategySpec { name, .. } in STRATEGIES {
-            for llm in &scripts {
+            for (llm, question) in scripts.iter().flat_map(|llm| questions.iter().map(move |q| (llm, *q))) {
                 let strategy = build(name, &StrategyOptions::default()).expect("builds");
-                let rec = Recorder::new("Who directed Jaws?", name);
+                let rec = Recorder::new(question, name);
                 let ctx = Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), rec)
                     .with_retriever(Some(Arc::new(StaticRetriever::new(passages.clone()))));
-                let _ = run(strategy.as_ref(), &ctx, "Who directed Jaws?").await;
+                let _ = run(strategy.as_ref(), &ctx, question).await;
                 for template in ctx.rendered_templates() {
                     assert!(
                         strategy.templates().contains(&template.as_str()),
