@@ -437,8 +437,9 @@ impl Toqd {
 
     /// For a question that asks where or what nationality (`answer_kind`), the readings that name a
     /// person abstain:
-    /// the vote's winner is labelled person, place or other by one short constrained call, and a
-    /// person's readings are set to `None` before the next winner is labelled (two at most).
+    /// the vote's winner, unless it holds a digit, is labelled person, place or other by one short
+    /// constrained call, and a person's readings are set to `None` before the next winner is
+    /// labelled (two at most).
     /// Returns the first person removed: where a search of the node's own should look next.
     pub(super) async fn without_people(
         &self,
@@ -453,7 +454,9 @@ impl Toqd {
         let mut first_person = None;
         for _ in 0..2 {
             let winner = vote(readings).answer;
-            if winner.is_empty() || self.kind_of(ctx, id, &winner).await? != Some(AnswerKind::Person) {
+            // A date or a number names no person (on a dev trace "29 January 1943" was labelled one).
+            let nameless = winner.is_empty() || winner.chars().any(|c| c.is_ascii_digit());
+            if nameless || self.kind_of(ctx, id, &winner).await? != Some(AnswerKind::Person) {
                 break;
             }
             ctx.rec().repair(Repair {

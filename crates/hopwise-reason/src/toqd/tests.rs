@@ -1208,3 +1208,15 @@ async fn the_person_a_where_reading_names_leads_a_search_that_can_settle_the_que
     assert!(q.passages.iter().any(|p| p.title == "Steven Spielberg"), "the lead's passages are on Q");
     assert_eq!(q.decision, Decision::Retrieved);
 }
+
+#[tokio::test]
+async fn a_date_is_never_labelled_a_person() {
+    // The labeller would call anything a person; a reading with a digit is not sent to it.
+    let llm = ScriptedLlm::new().on(KIND, "person").on(WITH_CONTEXT, "29 January 1943");
+    let s = build("toqd", &answer_first()).expect("toqd");
+    let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), Recorder::new("q", "toqd"))
+        .with_retriever(Some(Arc::new(jaws_corpus()) as Arc<dyn Retriever>));
+    let t = run(s.as_ref(), &ctx, PLACE_QUESTION).await.expect("runs");
+    assert_eq!(purposes(&t), vec!["read_question"], "{:?}", t.repairs);
+    assert_eq!(t.answer, "29 January 1943");
+}
