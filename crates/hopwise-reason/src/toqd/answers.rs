@@ -3,6 +3,7 @@
 
 use hopwise_core::text::normalize_answer;
 
+use super::compare::lower_words;
 use super::dates::names_a_date;
 use crate::hgot::vote::{weighted_vote, Vote};
 use crate::protocol as parse;
@@ -80,11 +81,7 @@ pub fn read_any_answer(question: &str, reply: &str) -> Option<String> {
 /// Whether `question` asks for a place: "Where …", "the place of birth (death, burial) of …",
 /// "birthplace", or "Which (What) city (country, state, town, …) …".
 pub fn asks_place(question: &str) -> bool {
-    let words: Vec<String> = question
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = lower_words(question);
     const PLACES: &[&str] =
         &["city", "country", "state", "town", "village", "county", "province", "region", "continent", "island"];
     let which_place = words.windows(2).take(2).any(|w| matches!(w[0].as_str(), "which" | "what") && PLACES.contains(&w[1].as_str()));
@@ -95,7 +92,7 @@ pub fn asks_place(question: &str) -> bool {
 /// Whether `question` asks for something a person's name cannot answer: a place ([`asks_place`])
 /// or a nationality ("What nationality is the director of film X?" was answered with the director).
 pub fn asks_not_a_person(question: &str) -> bool {
-    asks_place(question) || question.to_lowercase().split(|c: char| !c.is_alphanumeric()).any(|w| w == "nationality")
+    asks_place(question) || lower_words(question).iter().any(|w| w == "nationality")
 }
 
 /// Verbs of location after which a sentence-shaped reading names its place.

@@ -315,13 +315,9 @@ impl Toqd {
         let Some(lead) = reading.lead.filter(|_| self.with_retrieval && self.opts.max_node_searches > 0) else {
             return Ok(Err(unsure));
         };
-        ctx.rec().repair(Repair {
-            stage: format!("retrieve:{SINK}"),
-            rule: "query_follows_lead".into(),
-            detail: format!("the question's passages named `{lead}` instead of what it asks; searched with it"),
-        });
         unsure.searched = true;
-        let passages = match ctx.retrieve(Some(SINK), &format!("{question} {lead}"), ctx.k()).await {
+        let query = node::lead_query(ctx, SINK, question, &lead);
+        let passages = match ctx.retrieve(Some(SINK), &query, ctx.k()).await {
             Ok(passages) => passages,
             Err(e) if e.is_fatal() => return Err(e),
             Err(e) => {

@@ -182,14 +182,7 @@ impl Toqd {
         }
         if may_search {
             let query = if let Some(lead) = &lead {
-                // The passages led part of the way ("When was the director of X born?" read as the
-                // director): search for the rest with what they named.
-                ctx.rec().repair(Repair {
-                    stage: format!("retrieve:{id}"),
-                    rule: "query_follows_lead".into(),
-                    detail: format!("the question's passages named `{lead}` instead of what it asks; searched with it"),
-                });
-                format!("{question} {lead}")
+                lead_query(ctx, id, &question, lead)
             } else if task.has_parents {
                 question.clone()
             } else {
@@ -466,7 +459,8 @@ impl Toqd {
             });
             let key = normalize_answer(&winner);
             for reading in readings.iter_mut() {
-                if reading.as_deref().is_some_and(|r| normalize_answer(r) == key || contains_words(&normalize_answer(r), &key)) {
+                // The reading itself, or one the vote counted for it (it says more around the name).
+                if reading.as_deref().is_some_and(|r| contains_words(&normalize_answer(r), &key)) {
                     *reading = None;
                 }
             }
@@ -554,6 +548,18 @@ fn lead_of(question: &str, named: &[Option<String>]) -> Option<String> {
         .map(|a| a.clone().filter(|a| !dated_if_asked(question, a) && !echoes(question, a)))
         .collect();
     Some(vote(&unfit).answer).filter(|top| !top.is_empty())
+}
+
+/// The search for a node (or the question, `Q`) whose passages led part of the way ("When was
+/// the director of X born?" read as the director): its question and what they named, recorded as
+/// the repair `query_follows_lead`.
+pub(super) fn lead_query(ctx: &Ctx, id: &str, question: &str, lead: &str) -> String {
+    ctx.rec().repair(Repair {
+        stage: format!("retrieve:{id}"),
+        rule: "query_follows_lead".into(),
+        detail: format!("the question's passages named `{lead}` instead of what it asks; searched with it"),
+    });
+    format!("{question} {lead}")
 }
 
 /// Marks node `id` answered and returns the executor's outcome.
