@@ -84,8 +84,11 @@ pub fn asks_place(question: &str) -> bool {
     let words = lower_words(question);
     const PLACES: &[&str] =
         &["city", "country", "state", "town", "village", "county", "province", "region", "continent", "island"];
-    let which_place = words.windows(2).take(2).any(|w| matches!(w[0].as_str(), "which" | "what") && PLACES.contains(&w[1].as_str()));
-    let place_of = words.windows(3).any(|w| w[0] == "place" && w[1] == "of" && matches!(w[2].as_str(), "birth" | "death" | "burial"));
+    let which_place =
+        words.windows(2).take(2).any(|w| matches!(w[0].as_str(), "which" | "what") && PLACES.contains(&w[1].as_str()));
+    let place_of = words
+        .windows(3)
+        .any(|w| w[0] == "place" && w[1] == "of" && matches!(w[2].as_str(), "birth" | "death" | "burial"));
     words.first().is_some_and(|w| w == "where") || which_place || place_of || words.iter().any(|w| w == "birthplace")
 }
 
@@ -105,7 +108,8 @@ const LOCATING: &[&str] =
 /// ("was born in 1170"); anything else unchanged.
 pub fn place_in_sentence(answer: &str) -> Option<String> {
     let lower = format!(" {} ", answer.to_ascii_lowercase());
-    let Some(start) = LOCATING.iter().filter_map(|p| lower.find(&format!(" {p} ")).map(|at| at + p.len() + 1)).min() else {
+    let Some(start) = LOCATING.iter().filter_map(|p| lower.find(&format!(" {p} ")).map(|at| at + p.len() + 1)).min()
+    else {
         return Some(answer.to_string());
     };
     // `lower` is `answer` with one leading space and ASCII-lowercased, so offsets carry over.
@@ -151,7 +155,9 @@ fn strip_affirmation(answer: &str) -> &str {
 /// same: the answer most samples agree on (normalised), and its share of all samples. A reading
 /// that contains another, shorter reading as a run of whole words ("The Canadian rock band Rush"
 /// and "Rush", "Midland F1 Racing, 2007" and "Midland F1 Racing") votes for the shorter one: the
-/// samples agree, and one of them says more than the question asks.
+/// samples agree, and one of them says more than the question asks. Each answer is then written
+/// in the form most of its samples used: three "1,600 managed pubs, bars and restaurants" and one
+/// "Managed pubs" agree, and the answer is the fuller form they share (ties: the shorter form).
 pub fn vote(readings: &[Option<String>]) -> Vote {
     let normalized: Vec<String> =
         readings.iter().map(|r| r.as_deref().map(normalize_answer).unwrap_or_default()).collect();
@@ -164,14 +170,40 @@ pub fn vote(readings: &[Option<String>]) -> Vote {
                 .iter()
                 .zip(&normalized)
                 .filter(|(_, other)| {
-                    !other.is_empty() && other.len() < mine.len() && contains_words(mine, other) && !drops_year(other, mine)
+                    !other.is_empty()
+                        && other.len() < mine.len()
+                        && contains_words(mine, other)
+                        && !drops_year(other, mine)
                 })
                 .min_by_key(|(_, other)| other.len())
                 .and_then(|(shorter, _)| shorter.clone())
                 .unwrap_or_else(|| text.clone())
         })
         .collect();
-    weighted_vote(&answers, &vec![1.0; answers.len()])
+    let mut vote = weighted_vote(&answers, &vec![1.0; answers.len()]);
+    for row in vote.table.iter_mut() {
+        if let Some(form) = usual_form(readings, &normalized, &row.samples, &row.normalized) {
+            row.answer = form;
+        }
+    }
+    if let Some(best) = vote.table.first() {
+        vote.answer = best.answer.clone();
+    }
+    vote
+}
+
+/// The reading most of `samples` gave word for word (normalised), when it is more common than
+/// `key`, the form they were counted as; the first sample's wording of it.
+fn usual_form(readings: &[Option<String>], normalized: &[String], samples: &[usize], key: &str) -> Option<String> {
+    let count = |form: &str| samples.iter().filter(|&&i| normalized[i] == form).count();
+    let (top, top_count) =
+        samples.iter().map(|&i| (i, count(&normalized[i]))).fold(None, |best: Option<(usize, usize)>, (i, c)| {
+            match best {
+                Some((_, bc)) if bc >= c => best,
+                _ => Some((i, c)),
+            }
+        })?;
+    (top_count > count(key)).then(|| readings[top].as_deref().unwrap_or_default().trim().to_string())
 }
 
 /// Whether counting `long` ("11 july 1990") as `short` ("11 july") would lose its year: a date
@@ -235,7 +267,8 @@ pub fn names_only(sub_question: &str, main_question: &str) -> Option<String> {
         .iter()
         .find_map(|p| lower.starts_with(p).then_some(p.len()))?;
     let name = body.get(start..)?.trim();
-    const CONNECTORS: &[&str] = &["of", "the", "de", "del", "da", "di", "von", "van", "der", "la", "le", "du", "and", "y"];
+    const CONNECTORS: &[&str] =
+        &["of", "the", "de", "del", "da", "di", "von", "van", "der", "la", "le", "du", "and", "y"];
     let words: Vec<&str> = name.split_whitespace().collect();
     let capitalised = |w: &&str| w.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
     let is_name = words.first().is_some_and(capitalised)
@@ -276,7 +309,12 @@ mod tests {
         assert!(asks_not_a_person("What nationality is the director of film Jaws?"));
         assert!(!asks_place("What nationality is the director of film Jaws?"));
         assert!(!asks_not_a_person("Who directed Jaws?"));
-        for q in ["Who directed Jaws?", "When was the director of Jaws born?", "Which band released Counterparts?", "What is the state of the art?"] {
+        for q in [
+            "Who directed Jaws?",
+            "When was the director of Jaws born?",
+            "Which band released Counterparts?",
+            "What is the state of the art?",
+        ] {
             assert!(!asks_place(q), "{q}");
         }
     }
@@ -292,13 +330,19 @@ mod tests {
         assert_eq!(p("Cincinnati, Ohio").as_deref(), Some("Cincinnati, Ohio"), "no sentence: unchanged");
         let q = "Where was Grover Jones born?";
         assert_eq!(read_node_answer(q, "Answer: Grover Jones was born in Indiana.").as_deref(), Some("Indiana"));
-        assert_eq!(read_node_answer("Who was Grover Jones?", "Grover Jones was born in Indiana").as_deref(), Some("Grover Jones was born in Indiana"));
+        assert_eq!(
+            read_node_answer("Who was Grover Jones?", "Grover Jones was born in Indiana").as_deref(),
+            Some("Grover Jones was born in Indiana")
+        );
     }
 
     #[test]
     fn node_answers_keep_content_after_a_leading_yes() {
         let q = "Who was the drummer of Rush?";
-        assert_eq!(read_node_answer(q, "Yes, Neil Peart was the drummer.").as_deref(), Some("Neil Peart was the drummer"));
+        assert_eq!(
+            read_node_answer(q, "Yes, Neil Peart was the drummer.").as_deref(),
+            Some("Neil Peart was the drummer")
+        );
         assert_eq!(read_node_answer(q, "Answer: Neil Peart").as_deref(), Some("Neil Peart"));
         assert_eq!(read_node_answer(q, "Yes."), None, "a bare yes says nothing about who");
         assert_eq!(read_node_answer(q, "NO!"), None);
@@ -332,7 +376,11 @@ mod tests {
         assert_eq!(read_node_answer(q, "Tottenham Hotspur"), None);
         assert_eq!(read_node_answer(q, "The Tottenham Hotspur."), None, "articles and punctuation aside");
         assert_eq!(read_node_answer(q, "Spurs").as_deref(), Some("Spurs"));
-        assert_eq!(read_node_answer(q, "Tottenham Hotspur F.C.").as_deref(), Some("Tottenham Hotspur F.C"), "says more");
+        assert_eq!(
+            read_node_answer(q, "Tottenham Hotspur F.C.").as_deref(),
+            Some("Tottenham Hotspur F.C"),
+            "says more"
+        );
         // Options and yes/no questions are answered with the question's own words.
         let options = "Which band has released more albums, Sick Puppies or Third Eye Blind?";
         assert_eq!(read_node_answer(options, "Third Eye Blind").as_deref(), Some("Third Eye Blind"));
@@ -366,6 +414,18 @@ mod tests {
         let v = vote(&[some("1985"), some("8 October 1985"), some("1985")]);
         assert_eq!(v.answer, "1985");
         assert!((v.confidence - 1.0).abs() < 1e-9, "the year is kept either way");
+        let v = vote(&[
+            some("1,600 managed pubs, bars and restaurants"),
+            some("Managed pubs"),
+            some("1,600 managed pubs, bars and restaurants."),
+            some("around 1,600 managed pubs, bars and restaurants"),
+        ]);
+        assert_eq!(v.answer, "1,600 managed pubs, bars and restaurants", "the form most samples gave");
+        assert!((v.confidence - 1.0).abs() < 1e-9, "all four still agree");
+        let v = vote(&[some("The Canadian rock band Rush"), some("Rush"), some("the Canadian rock band Rush")]);
+        assert_eq!(v.answer, "The Canadian rock band Rush");
+        let v = vote(&[some("Mount Rushmore"), some("Rush")]);
+        assert_eq!(v.answer, "Mount Rushmore", "no merge: ties stay with the first seen");
         let v = vote(&[some("Carsten Olsen died in 1939"), some("1974"), None]);
         assert_eq!(v.table.len(), 2, "{:?}", v.table);
     }
@@ -391,7 +451,10 @@ mod tests {
         let main = "Who is the mother of the director of film Polish-Russian War?";
         assert_eq!(names_only("Who is the director of Polish-Russian War?", main), None);
         let main = "Where was Archduchess Maria Antonia Of Austria's husband born?";
-        assert_eq!(names_only("Who is Archduchess Maria Antonia Of Austria?", main).as_deref(), Some("Archduchess Maria Antonia Of Austria"));
+        assert_eq!(
+            names_only("Who is Archduchess Maria Antonia Of Austria?", main).as_deref(),
+            Some("Archduchess Maria Antonia Of Austria")
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use hopwise_core::text::normalize_answer;
 use hopwise_core::{grammars, Decision, GenParams, Passage, Repair};
 
 use super::answers::{
-    asks_not_a_person, comparable, contains_words, dated_if_asked, echoes, fits, leaf_query, names_only, read_any_answer,
+    asks_not_a_person, comparable, dated_if_asked, echoes, fits, leaf_query, names_only, read_any_answer,
     read_node_answer, vote,
 };
 use super::options::NodeGate;
@@ -17,9 +17,9 @@ use crate::details::{
     toqd::{GateDecision, GateRecord, ReadingRecord, ToqdNode},
 };
 use crate::error::Result;
-use crate::protocol::answer::{answer_kind, AnswerKind};
 use crate::executor::{NodeOutcome, NodeTask, Phase};
 use crate::gate;
+use crate::protocol::answer::{answer_kind, AnswerKind};
 use crate::uncertainty;
 
 /// Word-set Jaccard with the main question at or above which a rewrite counts as a restatement of
@@ -230,9 +230,8 @@ impl Toqd {
             };
             if let Some(plan) = self.plan(ctx, Some(id), &question, prompt).await? {
                 // A "decomposition" that just repeats the node would loop: answer it instead.
-                let repeats = plan.questions.len() == 1
-                    && hopwise_core::text::normalize_answer(&plan.questions[0])
-                        == hopwise_core::text::normalize_answer(&question);
+                let repeats =
+                    plan.questions.len() == 1 && normalize_answer(&plan.questions[0]) == normalize_answer(&question);
                 if !repeats {
                     ctx.rec().update_node(id, |n| n.decision = Decision::Decomposed);
                     return Ok(NodeOutcome::Expand(child_graph(&plan)));
@@ -446,7 +445,8 @@ impl Toqd {
         }
         let mut first_person = None;
         for _ in 0..2 {
-            let winner = vote(readings).answer;
+            let tally = vote(readings);
+            let winner = tally.answer;
             // A date or a number names no person (on a dev trace "29 January 1943" was labelled one).
             let nameless = winner.is_empty() || winner.chars().any(|c| c.is_ascii_digit());
             if nameless || self.kind_of(ctx, id, &winner).await? != Some(AnswerKind::Person) {
@@ -457,10 +457,9 @@ impl Toqd {
                 rule: "answer_names_a_person".into(),
                 detail: format!("`{winner}` names a person, which the question does not ask for; its readings abstain"),
             });
-            let key = normalize_answer(&winner);
-            for reading in readings.iter_mut() {
-                // The reading itself, or one the vote counted for it (it says more around the name).
-                if reading.as_deref().is_some_and(|r| contains_words(&normalize_answer(r), &key)) {
+            // Every reading the vote counted for the winner, in whichever form it named them.
+            for &i in tally.table.first().map(|row| row.samples.as_slice()).unwrap_or_default() {
+                if let Some(reading) = readings.get_mut(i) {
                     *reading = None;
                 }
             }
@@ -516,7 +515,10 @@ fn titled_by(question: &str, lead: Option<&str>, evidence: &[Passage]) -> bool {
     let names: Vec<String> = super::answers::key_terms(question).into_iter().chain(lead.map(str::to_string)).collect();
     !titles.is_empty()
         && !names.is_empty()
-        && names.iter().map(|n| n.to_lowercase()).all(|name| titles.iter().any(|t| t.contains(&name) || name.contains(t.as_str())))
+        && names
+            .iter()
+            .map(|n| n.to_lowercase())
+            .all(|name| titles.iter().any(|t| t.contains(&name) || name.contains(t.as_str())))
 }
 
 /// A name of the main question that `question` asks about and its rewrite left out, unless the
@@ -543,10 +545,8 @@ fn dropped_name(question: &str, rewritten: &str, main_question: &str, dialog: &[
 /// director rather than the director's birth date), leaving out what only repeats the question;
 /// `None` when there is no such answer.
 fn lead_of(question: &str, named: &[Option<String>]) -> Option<String> {
-    let unfit: Vec<Option<String>> = named
-        .iter()
-        .map(|a| a.clone().filter(|a| !dated_if_asked(question, a) && !echoes(question, a)))
-        .collect();
+    let unfit: Vec<Option<String>> =
+        named.iter().map(|a| a.clone().filter(|a| !dated_if_asked(question, a) && !echoes(question, a))).collect();
     Some(vote(&unfit).answer).filter(|top| !top.is_empty())
 }
 
@@ -585,7 +585,10 @@ mod tests {
         let page = |title: &str| Passage { title: title.into(), ..Passage::default() };
         let evidence = vec![page("Payment on Demand"), page("My Cousin from Warsaw")];
         assert!(titled_by("When did the director of Payment On Demand die?", None, &evidence));
-        assert!(!titled_by("When did the director of Payment On Demand die?", Some("Bretaigne Windust"), &evidence), "a lead is new");
+        assert!(
+            !titled_by("When did the director of Payment On Demand die?", Some("Bretaigne Windust"), &evidence),
+            "a lead is new"
+        );
         assert!(!titled_by("Where was Bretaigne Windust born?", None, &evidence));
         assert!(!titled_by("Where was this director born?", None, &evidence), "names nothing");
         assert!(!titled_by("When did the director of Payment On Demand die?", None, &[]));
@@ -600,7 +603,11 @@ mod tests {
         ];
         let q = "How old was Elia Kazan when he died?";
         let swapped = dropped_name(q, "How old was Moustapha Akkad when he died?", main, &parents);
-        assert_eq!(swapped.as_deref(), Some("Elia Kazan"), "a predecessor named it, but its answer is not what replaced it");
+        assert_eq!(
+            swapped.as_deref(),
+            Some("Elia Kazan"),
+            "a predecessor named it, but its answer is not what replaced it"
+        );
         let main = "Which novelist was educated in London, C. S. Forester or Helen Zahavi?";
         let parents = vec![("Who was C. S. Forester?".to_string(), "an English novelist".to_string())];
         let swapped = dropped_name("Who was Helen Zahavi?", "Who was C. S. Forester?", main, &parents);
@@ -609,6 +616,10 @@ mod tests {
         let main = "Who is the mother of the director of film Polish-Russian War?";
         let parents = vec![("Who directed Polish-Russian War?".to_string(), "Xawery Żuławski".to_string())];
         let q = "Who is the mother of the director of Polish-Russian War?";
-        assert_eq!(dropped_name(q, "Who is the mother of Xawery Żuławski?", main, &parents), None, "resolved by node 1");
+        assert_eq!(
+            dropped_name(q, "Who is the mother of Xawery Żuławski?", main, &parents),
+            None,
+            "resolved by node 1"
+        );
     }
 }
