@@ -90,8 +90,8 @@ fn toqd_reads_the_question_first_with_the_local_model() {
         assert!(trace.confidence.is_some_and(|c| c >= 0.8) || agreed, "{:?} {:?}", trace.confidence, trace.notes);
     } else {
         assert_eq!(purposes.get(1).map(String::as_str), Some("decompose"), "{purposes:?}");
-        // The unsure readings vote with the summary's, or, when no node settled and two or more of
-        // them agree, answer without a summary.
+        // The unsure readings vote with the summary's, or, when the graph left a node to a guess
+        // and two or more of them agree, answer without a summary.
         if trace.repairs.iter().any(|r| r.rule == "question_reading_over_guesses") {
             assert!(detail.summary.is_none() && !purposes.iter().any(|p| p == "summary"), "{purposes:?}");
             assert_eq!(Some(trace.answer.as_str()), q.answer.as_deref());

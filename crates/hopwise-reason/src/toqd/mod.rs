@@ -101,7 +101,7 @@ pub(crate) const REWRITE_TOKENS: u32 = 96;
 const SUMMARY_TOKENS: u32 = 200;
 /// Sub-questions longer than this (in words) are run-on output, not questions.
 pub(crate) const MAX_SUBQUESTION_WORDS: usize = 40;
-/// Readings of the question that must agree before they outweigh a graph in which no node settled.
+/// Readings of the question that must agree before they outweigh a graph that left a node to a guess.
 const READING_PLURALITY: usize = 2;
 
 pub(crate) fn capped(ctx: &Ctx, max_tokens: u32) -> GenParams {
@@ -365,19 +365,31 @@ impl Toqd {
 
     /// The question's own reading when its samples agree on a plurality of at least
     /// `READING_PLURALITY` (a lone sample is no agreement), recorded as a repair of the summary
-    /// step it replaces; `None` otherwise.
-    fn reading_over_guesses(&self, ctx: &Ctx, pooled: &[Option<String>]) -> Option<Answer> {
-        let vote = answers::vote(pooled);
+    /// step it replaces; `None` otherwise. A question with two options counts each reading as the
+    /// option it names, when any names one; since two of five readings of a choice of two (or of
+    /// yes and no) agree by chance, such an answer needs a majority of all readings.
+    fn reading_over_guesses(
+        &self,
+        ctx: &Ctx,
+        pooled: &[Option<String>],
+        open_answer: bool,
+        comparison: Option<&Comparison>,
+    ) -> Option<Answer> {
+        let as_options: Option<Vec<Option<String>>> = comparison
+            .filter(|c| pooled.iter().flatten().any(|r| c.chosen_option(r).is_some()))
+            .map(|c| pooled.iter().map(|r| r.as_deref().and_then(|r| c.chosen_option(r)).map(|i| c.options[i].clone())).collect());
+        let vote = answers::vote(as_options.as_deref().unwrap_or(pooled));
         let lead = vote.table.first()?;
         let contested = vote.table.get(1).is_some_and(|next| next.count >= lead.count);
-        if lead.count < READING_PLURALITY || contested {
+        let needed = if open_answer { READING_PLURALITY } else { pooled.len() / 2 + 1 };
+        if lead.count < needed || contested {
             return None;
         }
         ctx.rec().repair(Repair {
             stage: "summary".into(),
             rule: "question_reading_over_guesses".into(),
             detail: format!(
-                "no node settled; {} of {} readings of the question's passages agree on `{}`; no summary",
+                "the graph left nodes to guesses; {} of {} readings of the question's passages agree on `{}`; no summary",
                 lead.count,
                 pooled.len(),
                 vote.answer
@@ -628,12 +640,15 @@ impl Strategy for Toqd {
         // none did (a guess that names the right entity is then the best lead the summary has).
         let settled = |id: &str| !ctx.rec().node(id).is_some_and(|n| n.best_effort);
         let any_settled = answered.iter().any(|(id, _, _)| settled(id));
-        // With no node settled the graph holds guesses only; when two or more of the question's
-        // own readings over its passages agree on a plurality, that reading answers it (on dev
-        // traces the summary otherwise followed the guesses away from a reading three of five
-        // samples gave).
-        if !any_settled && open_answer {
-            if let Some(answer) = self.reading_over_guesses(ctx, &pooled) {
+        let incomplete =
+            !any_settled || !dag.unanswered().is_empty() || dag.answers().iter().any(|(id, _, _)| !settled(id));
+        // A graph that left a node to a guess (or settled none) answers the question less surely
+        // than its own readings over its passages: when two or more of them agree on a plurality,
+        // that reading answers it. On dev traces the summary otherwise followed a guess, or a node
+        // that had lost the question's hinge ("What drummer was inducted into the Modern Drummer
+        // Hall of Fame?"), away from a reading three of five samples gave.
+        if incomplete {
+            if let Some(answer) = self.reading_over_guesses(ctx, &pooled, open_answer, comparison.as_ref()) {
                 return Ok(answer);
             }
         }

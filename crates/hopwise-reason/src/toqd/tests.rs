@@ -745,6 +745,29 @@ async fn with_no_node_settled_agreeing_readings_of_the_question_outweigh_the_gue
 }
 
 #[tokio::test]
+async fn a_graph_that_left_one_node_to_a_guess_yields_to_agreeing_readings_of_the_question() {
+    // Node 1 settles from what the model knows; node 2 finds nothing and guesses. The summary
+    // would follow the guess (Genesis); two of the question's readings agree on Rush.
+    let llm = bridge_model_after(
+        ScriptedLlm::new()
+            .on_fn(WITH_CONTEXT, |prompt, i| match i {
+                0 | 1 if prompt.contains(MAIN_QUESTION) => "Rush".into(),
+                2 if prompt.contains(MAIN_QUESTION) => "Genesis".into(),
+                _ => "NO!".into(),
+            })
+            .on_fn(SELF_VERIFY, |p, _| if p.contains("Counterparts") { "Rush".into() } else { "NO!".into() })
+            .on(BEST_EFFORT, "Genesis")
+            .on(SUMMARY, "Answer: Genesis"),
+    );
+    let t = ask("toqd", answer_first(), llm, Some(corpus()), Budget::default()).await;
+    let guessed = ["1", "2"].map(|id| t.node(id).is_some_and(|n| n.best_effort));
+    assert_eq!(guessed, [false, true], "{:?}", t.nodes);
+    assert_eq!(t.answer, "Rush");
+    assert!(!purposes(&t).contains(&"summary".to_string()), "no summary: {:?}", purposes(&t));
+    assert!(t.repairs.iter().any(|r| r.rule == "question_reading_over_guesses"), "{:?}", t.repairs);
+}
+
+#[tokio::test]
 async fn readings_that_answer_and_agree_settle_the_question_whatever_abstained() {
     // Two samples say Rush, three reply NO!: a share of 0.4, but no sample disagrees.
     let llm = bridge_model_after(ScriptedLlm::new().on_fn(WITH_CONTEXT, |prompt, i| {
@@ -772,6 +795,24 @@ async fn agreeing_readings_do_not_settle_a_choice_of_two() {
     let llm = ScriptedLlm::new().on_fn(WITH_CONTEXT, |_, i| if i < 2 { "Yes" } else { "NO!" }.into()).on(SUMMARY, "Answer: No");
     let t = ask_question("Are Alpha and Beta both films?", StrategyOptions::default(), llm).await;
     assert!(purposes(&t).contains(&"summary".to_string()), "yes/no: {:?}", purposes(&t));
+
+    // Three of five name Alpha (in a sentence) and both nodes only guess: a majority answers, as
+    // the option it names.
+    let llm = split_model()
+        .on_fn(WITH_CONTEXT, |prompt, i| {
+            let asked = prompt.rsplit("Question: ").next().unwrap_or("");
+            if asked.contains("is longer") && i < 3 { "Alpha is the longer film" } else { "NO!" }.into()
+        })
+        .on(DECOMPOSE, "1. How long is Alpha?\n2. How long is Beta?")
+        .on(CRITIQUE, "1. How long is Alpha?\n2. How long is Beta?")
+        .on(CONSTRUCT, "1 -> Q\n2 -> Q")
+        .on(SELF_VERIFY, "NO!")
+        .on(BEST_EFFORT, "Beta")
+        .on(SUMMARY, "Answer: Beta");
+    let t = ask_question("Which film is longer, Alpha or Beta?", StrategyOptions::default(), llm).await;
+    assert_eq!(t.answer, "Alpha", "{:?} {:?}", purposes(&t), t.repairs);
+    assert!(!purposes(&t).contains(&"summary".to_string()), "{:?}", purposes(&t));
+    assert!(t.repairs.iter().any(|r| r.rule == "question_reading_over_guesses" && r.detail.contains("3 of 5")));
 }
 
 #[tokio::test]
