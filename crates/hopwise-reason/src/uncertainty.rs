@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 /// Eigenvalues of `L` below this cut-off select the eigenvectors of the Eccentricity embedding.
 /// LM-Polygraph's default (`thres = 0.9`); the paper we follow used LM-Polygraph, so we keep it.
 pub const ECC_EIGENVALUE_CUTOFF: f64 = 0.9;
+/// Eigenvalues this close to the cut-off count as at it (and are left out, as LM-Polygraph's `<`).
+const CUTOFF_TOLERANCE: f64 = 1e-9;
 
 /// A dense square matrix, row-major. Serialises as a list of rows.
 #[derive(Debug, Clone, PartialEq)]
@@ -211,7 +213,9 @@ pub fn eccentricity_with_cutoff(w: &Matrix, cutoff: f64) -> f64 {
         return 0.0;
     }
     let eig = symmetric_eigen(&normalized_laplacian(w));
-    let keep = eig.values.iter().filter(|&&l| l < cutoff).count().max(1);
+    // An eigenvalue at the cut-off (0.9 is one for some sets of short answers) must fall on the
+    // same side whatever the responses' order: rounding noise alone would otherwise decide.
+    let keep = eig.values.iter().filter(|&&l| l < cutoff - CUTOFF_TOLERANCE).count().max(1);
     let mut sum_sq = 0.0;
     for v in eig.vectors.iter().take(keep) {
         let mean = v.iter().sum::<f64>() / n as f64;
