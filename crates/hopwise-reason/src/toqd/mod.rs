@@ -15,6 +15,7 @@ use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
 
 use crate::ctx::{format_dialog, format_passages, Ctx};
 use crate::details::{self, toqd::{SummaryRecord, ToqdNode}};
+use both::Both;
 use node::Reading;
 use crate::error::{ReasonError, Result};
 use crate::executor::{ChildGraph, Dag, GraphObserver};
@@ -25,6 +26,7 @@ use crate::uar::UncertaintyGate;
 use crate::uncertainty;
 
 mod answers;
+mod both;
 mod compare;
 mod dates;
 mod node;
@@ -561,9 +563,12 @@ impl Strategy for Toqd {
         let open_answer = options.is_none() && !parse::is_yes_no_question(question);
         let comparison = options.filter(|_| self.opts.compare);
         let dated = comparison.as_ref().filter(|c| c.direction.is_some());
+        // A yes/no question about two subjects ("Are A and B both X?") may be asked of each
+        // subject alone and answered by the two halves (`split_both`).
+        let both = (self.opts.split_both && comparison.is_none()).then(|| Both::parse(question, &evidence)).flatten();
         let mut pooled = Vec::new();
         let mut lead_searched = false;
-        if self.opts.answer_first && !evidence.is_empty() && dated.is_none() {
+        if self.opts.answer_first && !evidence.is_empty() && dated.is_none() && both.is_none() {
             match self.read_question(ctx, question, &evidence, open_answer).await {
                 Ok(Ok(answer)) => return Ok(answer),
                 Ok(Err(unsure)) => (pooled, lead_searched) = (unsure.readings, unsure.searched),
@@ -581,12 +586,12 @@ impl Strategy for Toqd {
                     None
                 }
             },
-            None => None,
+            None => both.as_ref().map(Both::plan),
         };
         // The comparison the dates decide, when it was planned as one node per option; each option
-        // node may then search once of its own, whatever `max_node_searches` says.
+        // (or subject) node may then search once of its own, whatever `max_node_searches` says.
         let decided_by_dates = dated.filter(|_| compared.is_some());
-        let max_searches = if decided_by_dates.is_some() {
+        let max_searches = if decided_by_dates.is_some() || both.is_some() {
             self.opts.max_node_searches.max(2)
         } else {
             self.opts.max_node_searches.saturating_sub(u32::from(lead_searched))
@@ -625,6 +630,9 @@ impl Strategy for Toqd {
         }
 
         if let Some(answer) = decided_by_dates.and_then(|c| self.decide(ctx, c, &dag)) {
+            return Ok(answer);
+        }
+        if let Some(answer) = both.as_ref().and_then(|b| self.decide_both(ctx, b, &dag)) {
             return Ok(answer);
         }
         // Nodes that only named an entity of the question ("Who was Eddie Fisher?") add no fact.

@@ -946,6 +946,46 @@ async fn ask_question(question: &str, options: StrategyOptions, llm: ScriptedLlm
     run(s.as_ref(), &ctx, question).await.expect("runs")
 }
 
+/// "Are Alpha and Beta both films?": each subject's node reads its passages; `beta` is Beta's reply.
+fn both_model(beta: &'static str) -> ScriptedLlm {
+    ScriptedLlm::new()
+        .on_fn(WITH_CONTEXT, move |prompt, _| {
+            let asked = prompt.rsplit("Question: ").next().unwrap_or("");
+            if asked.contains("Alpha and Beta") {
+                "Yes".into()
+            } else if asked.contains("Alpha") {
+                "Yes, Alpha is a 1990 film.".into()
+            } else {
+                beta.into()
+            }
+        })
+        .on(SUMMARY, "Answer: Yes")
+}
+
+#[tokio::test]
+async fn a_both_question_is_asked_of_each_subject_alone() {
+    let split = || with(StrategyOptions::default(), "split_both", serde_json::json!(true));
+    let t = ask_question("Are Alpha and Beta both films?", split(), both_model("No, Beta is a novel.")).await;
+    assert_eq!(t.answer, "no", "{:?}", t.repairs);
+    let p = purposes(&t);
+    for absent in ["read_question", "decompose", "summary"] {
+        assert!(!p.contains(&absent.to_string()), "{absent} in {p:?}");
+    }
+    let asked: Vec<String> = ["1", "2"].iter().filter_map(|id| t.node(id).map(|n| n.question.clone())).collect();
+    assert_eq!(asked, ["Is Alpha films?", "Is Beta films?"]);
+    assert_eq!(t.rationale.as_deref(), Some("Alpha: yes; Beta: no."));
+    assert!(t.repairs.iter().any(|r| r.rule == "both_one_at_a_time"), "{:?}", t.repairs);
+
+    let t = ask_question("Are Alpha and Beta both films?", split(), both_model("Yes")).await;
+    assert_eq!(t.answer, "yes");
+    assert_eq!(t.confidence, Some(1.0));
+
+    // Off (the default), the question is read whole, and the model's "Yes" answers it.
+    let t = ask_question("Are Alpha and Beta both films?", StrategyOptions::default(), both_model("No, Beta is a novel.")).await;
+    assert_eq!(t.answer, "Yes");
+    assert_eq!(purposes(&t), vec!["read_question"]);
+}
+
 fn split_model() -> ScriptedLlm {
     ScriptedLlm::new()
         .on_fn(COMPARE_SPLIT, |prompt, _| format!("When did the director of {} die?", split_option(prompt)))
