@@ -8,11 +8,11 @@
 use hopwise_core::text::normalize_answer;
 use hopwise_core::{Decision, Passage, Repair};
 
+use super::compare::option_plan;
 use super::{Plan, Toqd};
 use crate::ctx::Ctx;
 use crate::details::{self, toqd::ToqdNode};
 use crate::executor::Dag;
-use crate::protocol::{GraphNode, Topology};
 use crate::strategy::Answer;
 use hopwise_core::trace::SINK;
 
@@ -80,12 +80,7 @@ impl Both {
 
     /// The plan: one independent node per subject, both feeding the sink.
     pub fn plan(&self) -> Plan {
-        let topology = Topology {
-            n: 2,
-            edges: vec![(GraphNode::Sub(1), GraphNode::Sink), (GraphNode::Sub(2), GraphNode::Sink)],
-            repairs: Vec::new(),
-        };
-        Plan { questions: self.questions.to_vec(), topology }
+        option_plan(self.questions.to_vec())
     }
 }
 

@@ -371,7 +371,7 @@ impl Toqd {
 }
 
 /// Two independent option nodes, both feeding the sink.
-fn option_plan(questions: Vec<String>) -> Plan {
+pub(super) fn option_plan(questions: Vec<String>) -> Plan {
     let topology = Topology {
         n: 2,
         edges: vec![(GraphNode::Sub(1), GraphNode::Sink), (GraphNode::Sub(2), GraphNode::Sink)],
