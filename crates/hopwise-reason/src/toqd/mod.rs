@@ -135,6 +135,14 @@ fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> 
         .collect()
 }
 
+/// The last item of a list the model stopped writing at its token cap (`cut_off`), when it does not
+/// end its question: on dev traces 3 of 17 HotpotQA decompositions ran out inside an item, and
+/// "Which Canadian rock band released a song called \"Counterparts\" and had a" became a node.
+fn cut_off_item(items: &[String], cut_off: bool) -> Option<&str> {
+    let last = items.last()?;
+    (cut_off && !last.trim_end().ends_with('?')).then_some(last.as_str())
+}
+
 /// Word-set Jaccard at or above which a sub-question counts as a restatement of the question.
 const RESTATEMENT_JACCARD: f64 = 0.8;
 /// Between two sub-questions the bar is higher: siblings often differ in the one word that matters
@@ -203,7 +211,17 @@ impl Toqd {
         let reply = ctx
             .chat("decompose", node, decompose_prompt, self.structured_params(ctx, grammars::NUMBERED_QUESTIONS))
             .await?;
-        let listed = tidy_subquestions(parse::parse_numbered_list(reply.text()), &stage, ctx);
+        let mut listed = parse::parse_numbered_list(reply.text());
+        let cut_off = reply.choices.first().and_then(|c| c.finish_reason.as_deref()) == Some("length");
+        if let Some(last) = cut_off_item(&listed, cut_off) {
+            ctx.rec().repair(Repair {
+                stage: stage.clone(),
+                rule: "drop_cut_off_subquestion".into(),
+                detail: format!("`{last}` (the reply ran out of tokens inside it)"),
+            });
+            listed.pop();
+        }
+        let listed = tidy_subquestions(listed, &stage, ctx);
         let mut questions = drop_restatements(listed, question, &stage, ctx);
         if questions.is_empty() {
             ctx.rec().repair(Repair {

@@ -1301,3 +1301,14 @@ async fn a_date_is_never_labelled_a_person() {
     assert_eq!(purposes(&t), vec!["read_question"], "{:?}", t.repairs);
     assert_eq!(t.answer, "29 January 1943");
 }
+
+#[test]
+fn a_list_cut_off_at_the_token_cap_loses_its_unfinished_item() {
+    let items: Vec<String> = ["Which band released Counterparts?", "Which Canadian rock band released a song and had a"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(super::cut_off_item(&items, true), Some(items[1].as_str()));
+    assert_eq!(super::cut_off_item(&items, false), None, "a list that ended by itself keeps its items");
+    assert_eq!(super::cut_off_item(&items[..1], true), None, "a finished question stays");
+    assert_eq!(super::cut_off_item(&[], true), None);
+}
