@@ -9,9 +9,8 @@ use hopwise_core::text::normalize_answer;
 use hopwise_core::{Decision, Passage, Repair};
 
 use super::compare::option_plan;
-use super::{Plan, Toqd};
+use super::{node_confidence, Plan, Toqd};
 use crate::ctx::Ctx;
-use crate::details::{self, toqd::ToqdNode};
 use crate::executor::Dag;
 use crate::strategy::Answer;
 use hopwise_core::trace::SINK;
@@ -122,9 +121,7 @@ impl Toqd {
             answer.filter(|_| !guessed).and_then(polarity)
         };
         let found = [said("1"), said("2")];
-        let confidence_of = |id: &str| {
-            ctx.rec().node(id).and_then(|n| details::read::<ToqdNode>(&n)).and_then(|d| d.confidence)
-        };
+        let confidence_of = |id: &str| node_confidence(ctx, id);
         let (text, confidence) = match found {
             [Some(true), Some(true)] => {
                 ("yes", confidence_of("1").zip(confidence_of("2")).map(|(a, b)| a.min(b)))

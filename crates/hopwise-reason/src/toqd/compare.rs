@@ -13,7 +13,7 @@ use hopwise_core::{Decision, Repair};
 
 use super::answers::contains_words;
 use super::dates::{Lifespan, PartialDate};
-use super::{capped, Plan, Toqd, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
+use super::{capped, node_confidence, Plan, Toqd, MAX_SUBQUESTION_WORDS, REWRITE_TOKENS};
 use crate::ctx::Ctx;
 use crate::details::{self, toqd::{ComparisonRecord, ToqdNode}};
 use crate::error::Result;
@@ -132,6 +132,17 @@ impl Comparison {
             (false, true) => Some(1),
             _ => None,
         }
+    }
+
+    /// `readings`, each as the option it chooses ([`Comparison::chosen_option`]; `None` for one
+    /// that chooses neither), when any reading chooses one; `None` when none does. A question that
+    /// names two options is answered by one of them, so only such readings should vote.
+    pub fn as_options(&self, readings: &[Option<String>]) -> Option<Vec<Option<String>>> {
+        let chosen: Vec<Option<String>> = readings
+            .iter()
+            .map(|r| r.as_deref().and_then(|r| self.chosen_option(r)).map(|i| self.options[i].clone()))
+            .collect();
+        chosen.iter().any(Option::is_some).then_some(chosen)
     }
 
     /// The option a reading of the final answer chooses: the one it names, or, when a sentence
@@ -349,7 +360,7 @@ impl Toqd {
         // As sure as the less sure of the two readings that found the dates.
         let confidence = ["1", "2"]
             .iter()
-            .map(|id| ctx.rec().node(id).and_then(|n| details::read::<ToqdNode>(&n)).and_then(|d| d.confidence))
+            .map(|id| node_confidence(ctx, id))
             .collect::<Option<Vec<f64>>>()
             .and_then(|c| c.into_iter().reduce(f64::min));
         if let Some(c) = confidence {

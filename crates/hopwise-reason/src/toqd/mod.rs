@@ -135,6 +135,11 @@ fn tidy_subquestions(items: Vec<String>, stage: &str, ctx: &Ctx) -> Vec<String> 
         .collect()
 }
 
+/// The vote share node `id` recorded for its answer, when it recorded one.
+fn node_confidence(ctx: &Ctx, id: &str) -> Option<f64> {
+    ctx.rec().node(id).and_then(|n| details::read::<ToqdNode>(&n)).and_then(|d| d.confidence)
+}
+
 /// The last item of a list the model stopped writing at its token cap (`cut_off`), when it does not
 /// end its question: on dev traces 3 of 17 HotpotQA decompositions ran out inside an item, and
 /// "Which Canadian rock band released a song called \"Counterparts\" and had a" became a node.
@@ -395,9 +400,7 @@ impl Toqd {
         open_answer: bool,
         comparison: Option<&Comparison>,
     ) -> Option<Answer> {
-        let as_options: Option<Vec<Option<String>>> = comparison
-            .filter(|c| pooled.iter().flatten().any(|r| c.chosen_option(r).is_some()))
-            .map(|c| pooled.iter().map(|r| r.as_deref().and_then(|r| c.chosen_option(r)).map(|i| c.options[i].clone())).collect());
+        let as_options = comparison.and_then(|c| c.as_options(pooled));
         let vote = answers::vote(as_options.as_deref().unwrap_or(pooled));
         let lead = vote.table.first()?;
         let contested = vote.table.get(1).is_some_and(|next| next.count >= lead.count);
@@ -473,11 +476,9 @@ impl Toqd {
             parsed.iter().map(|(answer, _)| answer.clone()).chain(pooled.iter().cloned()).collect();
         // A question that names two options is answered by one of them: when some readings name
         // one, only those vote, each as the option it names.
-        let restriction = comparison.filter(|c| readings.iter().flatten().any(|r| c.chosen_option(r).is_some()));
-        let mut readings: Vec<Option<String>> = match restriction {
-            Some(c) => readings.iter().map(|r| r.as_deref().and_then(|r| c.chosen_option(r)).map(|i| c.options[i].clone())).collect(),
-            None => readings,
-        };
+        let as_options = comparison.and_then(|c| c.as_options(&readings).map(|chosen| (c, chosen)));
+        let restriction = as_options.as_ref().map(|(c, _)| *c);
+        let mut readings: Vec<Option<String>> = as_options.map_or(readings, |(_, chosen)| chosen);
         self.without_people(ctx, SINK, question, &mut readings).await?;
         let vote = answers::vote(&readings);
         let summary = SummaryRecord {
