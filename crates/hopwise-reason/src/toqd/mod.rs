@@ -476,9 +476,9 @@ impl Toqd {
             parsed.iter().map(|(answer, _)| answer.clone()).chain(pooled.iter().cloned()).collect();
         // A question that names two options is answered by one of them: when some readings name
         // one, only those vote, each as the option it names.
-        let as_options = comparison.and_then(|c| c.as_options(&readings).map(|chosen| (c, chosen)));
-        let restriction = as_options.as_ref().map(|(c, _)| *c);
-        let mut readings: Vec<Option<String>> = as_options.map_or(readings, |(_, chosen)| chosen);
+        let as_options = comparison.and_then(|c| c.as_options(&readings));
+        let restriction = comparison.filter(|_| as_options.is_some());
+        let mut readings: Vec<Option<String>> = as_options.unwrap_or(readings);
         self.without_people(ctx, SINK, question, &mut readings).await?;
         let vote = answers::vote(&readings);
         let summary = SummaryRecord {
