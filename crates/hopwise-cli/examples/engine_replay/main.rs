@@ -146,7 +146,7 @@ async fn main() -> Result<(), Error> {
             let purposes = args.list("purposes", "toqd_critique,toqd_rewrite");
             let calls: Vec<Call> = workload::read(&args.path("workload")?)?
                 .into_iter()
-                .filter(|call| purposes.iter().any(|p| *p == call.purpose))
+                .filter(|call| purposes.contains(&call.purpose))
                 .collect();
             let llm = local(&model, threads, Concurrency::Continuous)?;
             lookup::lookup(&llm, &calls).await?;

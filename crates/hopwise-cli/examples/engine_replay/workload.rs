@@ -63,7 +63,7 @@ pub fn purpose_of(prompts: &Prompts, user_prompt: &str) -> String {
         .filter_map(|name| {
             let text = prompts.template(name)?;
             let opening = text.split('{').next().unwrap_or("").trim();
-            (opening.len() >= 12 && user_prompt.trim_start().starts_with(opening)).then(|| (opening.len(), name))
+            (opening.len() >= 12 && user_prompt.trim_start().starts_with(opening)).then_some((opening.len(), name))
         })
         .max()
         .map_or_else(|| "?".to_string(), |(_, name)| name.to_string())

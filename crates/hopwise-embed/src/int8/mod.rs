@@ -50,7 +50,7 @@ impl Int8Linear {
     /// Quantizes a PyTorch-layout `[output x input]` weight. `None` when `input` is not a multiple
     /// of [`BLOCK`] (the caller keeps the f32 layer then).
     pub fn new(weight: &[f32], bias: &[f32], output: usize, input: usize) -> Option<Self> {
-        if input == 0 || input % BLOCK != 0 || weight.len() != output * input || bias.len() != output {
+        if input == 0 || !input.is_multiple_of(BLOCK) || weight.len() != output * input || bias.len() != output {
             return None;
         }
         let blocks = input / BLOCK;
@@ -99,7 +99,7 @@ impl Int8Linear {
 impl QuantizedRows {
     /// Quantizes `rows` rows of width `width` (a multiple of [`BLOCK`]) from `x`, reusing buffers.
     pub fn quantize(&mut self, x: &[f32], rows: usize, width: usize) {
-        assert!(width % BLOCK == 0 && x.len() >= rows * width, "int8 quantize: bad shape");
+        assert!(width.is_multiple_of(BLOCK) && x.len() >= rows * width, "int8 quantize: bad shape");
         let blocks = width / BLOCK;
         self.values.resize(rows * width, 0);
         self.scales.resize(rows * blocks, 0.0);
