@@ -151,6 +151,19 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     again.current_dir(&repo).args(["report", "results", "--out", "EVALUATION.md"]);
     run(again).await;
     assert_eq!(std::fs::read_to_string(repo.join("EVALUATION.md")).expect("doc"), doc);
+
+    // A row whose run.json records other prompts than this build's is marked as measuring them.
+    let run_json = rows.join("direct/run.json");
+    let mut fingerprint: Value = serde_json::from_slice(&std::fs::read(&run_json).expect("run.json")).expect("json");
+    fingerprint["strategy_prompts"]["direct"] = json!("00000000deadbeef");
+    std::fs::write(&run_json, serde_json::to_vec(&fingerprint).expect("json")).expect("write run.json");
+    let mut marked = hopwise(&home, &data);
+    marked.current_dir(&repo).args(["report", "results", "--out", "EVALUATION.md"]);
+    run(marked).await;
+    let doc = std::fs::read_to_string(repo.join("EVALUATION.md")).expect("doc");
+    assert!(doc.contains("| direct | – | 4/4 (earlier prompts) | 25.0 ["), "{doc}");
+    assert!(doc.contains("*Earlier prompts*: `direct` (`direct` prompts 00000000deadbeef, now "), "{doc}");
+    assert!(doc.contains("| rtr | – | 4/4 | 50.0 ["), "rtr's prompts are this build's: {doc}");
 }
 
 fn repo_root() -> PathBuf {

@@ -77,10 +77,7 @@ impl EvalConfig {
     pub fn fingerprint(&self) -> Result<RunFingerprint> {
         let mut strategy_prompts = BTreeMap::new();
         for name in &self.strategies {
-            let strategy = hopwise_reason::strategy::build(name, &self.options_for(name))?;
-            let mut templates = vec!["system"];
-            templates.extend_from_slice(strategy.templates());
-            strategy_prompts.insert(name.clone(), prompts_hash(&self.prompts, &templates));
+            strategy_prompts.insert(name.clone(), strategy_prompts_hash(&self.prompts, name, &self.options_for(name))?);
         }
         Ok(RunFingerprint {
             schema: RUN_SCHEMA,
@@ -176,6 +173,15 @@ pub fn check_run_dir(out_dir: &Path, current: &RunFingerprint) -> Result<()> {
     };
     let json = serde_json::to_vec_pretty(&merged).map_err(|e| EvalError::Config(e.to_string()))?;
     write_atomic(&path, &json)
+}
+
+/// The [`prompts_hash`] of the templates strategy `name` renders with `options` (and `system`, which
+/// every call sends): what a run's fingerprint records per strategy.
+pub fn strategy_prompts_hash(prompts: &Prompts, name: &str, options: &StrategyOptions) -> Result<String> {
+    let strategy = hopwise_reason::strategy::build(name, options)?;
+    let mut templates = vec!["system"];
+    templates.extend_from_slice(strategy.templates());
+    Ok(prompts_hash(prompts, &templates))
 }
 
 /// A stable hash of the named templates (names and texts; a name with no template counts as empty).

@@ -115,7 +115,26 @@ fn n_column(row: &RowView) -> String {
     if failed > 0 {
         let _ = write!(n, " ({failed} failed)");
     }
+    if row.stale.is_some() {
+        n.push_str(" (earlier prompts)");
+    }
     n
+}
+
+/// Says which rows measure earlier prompts than this checkout's, and how to rerun them.
+fn stale_note(out: &mut String, t: &Table) {
+    let stale: Vec<String> =
+        t.rows.iter().filter_map(|r| r.stale.as_ref().map(|why| format!("`{}` ({why})", r.label))).collect();
+    if stale.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "*Earlier prompts*: {} ran with prompt templates that differ from this checkout's, so the row measures \
+         those earlier prompts and `scripts/results.sh` cannot add to it; move the row's folder away to rerun \
+         it from the first question.\n",
+        stale.join(", ")
+    );
 }
 
 fn table(out: &mut String, t: &Table) {
@@ -143,6 +162,7 @@ fn table(out: &mut String, t: &Table) {
         );
     }
     out.push('\n');
+    stale_note(out, t);
 }
 
 fn backends(model: &ModelReport) -> Option<String> {
@@ -214,7 +234,9 @@ fn progress(out: &mut String, model: &ModelReport) {
     let (mut hours, mut unknown) = (0.0, 0usize);
     for (dataset, r) in &rows {
         let planned = r.planned.unwrap_or(0);
-        let left = planned.saturating_sub(r.done());
+        let unfinished = r.done() < planned;
+        // An unfinished row with earlier prompts cannot be resumed: all its questions are left.
+        let left = if unfinished && r.stale.is_some() { planned } else { planned.saturating_sub(r.done()) };
         let (seconds, left_hours) = match &r.cell {
             Some(c) => {
                 let h = left as f64 * c.seconds / 3600.0;
@@ -226,7 +248,8 @@ fn progress(out: &mut String, model: &ModelReport) {
                 (DASH.to_string(), DASH.to_string())
             }
         };
-        let _ = writeln!(out, "| {dataset} | {} | {}/{planned} | {seconds} | {left_hours} |", r.label, r.done());
+        let restart = if unfinished && r.stale.is_some() { " (earlier prompts: restarts)" } else { "" };
+        let _ = writeln!(out, "| {dataset} | {} | {}/{planned}{restart} | {seconds} | {left_hours} |", r.label, r.done());
     }
     let _ = writeln!(out, "| **total** | | | | {hours:.1} + {unknown} rows not started |\n");
 }
@@ -266,6 +289,7 @@ mod tests {
             planned: Some(50),
             cell: None,
             results: None,
+            stale: None,
         };
         let cmd = command_for("qwen2.5-1.5b", "2wikimultihopqa", &[row("toqd"), row("toqd-no-critique")]);
         assert_eq!(

@@ -4,6 +4,9 @@
 
 use std::collections::BTreeSet;
 
+use hopwise_core::Prompts;
+
+use crate::config::{strategy_prompts_hash, RunFingerprint};
 use crate::paired::{compare, PairedComparison, BASELINE};
 use crate::report::plan::PlannedRow;
 use crate::report::scan::{RowResults, Session};
@@ -21,6 +24,9 @@ pub struct RowView<'a> {
     /// Means and intervals over the finished questions; `None` before the first one.
     pub cell: Option<Cell>,
     pub results: Option<&'a RowResults>,
+    /// Why this checkout cannot resume the row: its `run.json` records prompts other than the ones
+    /// the strategy renders now, so the row measures earlier prompts and a rerun starts it afresh.
+    pub stale: Option<String>,
 }
 
 impl RowView<'_> {
@@ -72,9 +78,23 @@ fn view<'a>(planned: Option<&PlannedRow>, found: Option<&'a RowResults>, label: 
         label: label.to_string(),
         options: planned.map(|p| p.options.clone()).unwrap_or_default(),
         planned: planned.map(|p| p.questions),
+        stale: found.and_then(|f| f.run.as_ref()).and_then(|run| stale_prompts(run, &strategy)),
         strategy,
         cell,
         results: found,
+    }
+}
+
+/// The prompt change that keeps this checkout from resuming a row, judged from its `run.json`: the
+/// hash of `strategy`'s default templates (with the row's recorded options) against the recorded one.
+/// Only prompts are checked: the model and the index need their files, which a report does not load.
+fn stale_prompts(run: &RunFingerprint, strategy: &str) -> Option<String> {
+    let recorded = run.strategy_prompts.get(strategy)?;
+    let options = run.strategy_options.get(strategy).cloned().unwrap_or_default();
+    match strategy_prompts_hash(&Prompts::default(), strategy, &options) {
+        Ok(now) if now == *recorded => None,
+        Ok(now) => Some(format!("`{strategy}` prompts {recorded}, now {now}")),
+        Err(e) => Some(format!("`{strategy}` with the recorded options cannot be built now: {e}")),
     }
 }
 
@@ -166,6 +186,40 @@ mod tests {
             run: None,
             sessions: vec![],
         }
+    }
+
+    fn fingerprint(strategy: &str, prompts: &str) -> RunFingerprint {
+        RunFingerprint {
+            schema: 2,
+            model: "m".into(),
+            retriever: None,
+            k: 5,
+            settings: Default::default(),
+            strategy_options: [(strategy.to_string(), Default::default())].into(),
+            strategy_prompts: [(strategy.to_string(), prompts.to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn rows_run_with_other_prompts_are_marked_stale() {
+        let plan = parse_plan(std::path::Path::new("plan.tsv"), "rtr\td\trtr\t-\t4\ncot\td\tcot\t-\t4\n").expect("plan");
+        let now = strategy_prompts_hash(&Prompts::default(), "rtr", &Default::default()).expect("rtr builds");
+        let mut rtr = found("rtr", "rtr", &[1.0, 0.0]);
+        rtr.run = Some(fingerprint("rtr", &now));
+        let mut cot = found("cot", "cot", &[1.0]);
+        cot.run = Some(fingerprint("cot", "0123456789abcdef"));
+        let rows = [rtr, cot];
+        let models = build(&plan, &rows);
+        let main = &models[0].datasets[0].main;
+        assert_eq!(main.rows[0].stale, None, "the prompts rtr renders now");
+        let why = main.rows[1].stale.as_deref().expect("cot's recorded hash is not today's");
+        assert!(why.contains("0123456789abcdef"), "{why}");
+
+        let section = crate::report::render::render_section(&models, &Default::default(), "report");
+        assert!(section.contains("| cot | – | 1/4 (earlier prompts) |"), "{section}");
+        assert!(section.contains("*Earlier prompts*: `cot`"), "{section}");
+        assert!(section.contains("| d | cot | 1/4 (earlier prompts: restarts) |"), "all 4 left: {section}");
+        assert!(section.contains("| d | rtr | 2/4 |"), "{section}");
     }
 
     #[test]
