@@ -57,6 +57,14 @@ fn eval(home: &Path, data: &Path, server: &str, strategies: &str, out: &Path) ->
     cmd
 }
 
+/// Runs `hopwise report results --out EVALUATION.md` in `repo` and returns the document it wrote.
+async fn regenerate(home: &Path, data: &Path, repo: &Path) -> String {
+    let mut report = hopwise(home, data);
+    report.current_dir(repo).args(["report", "results", "--out", "EVALUATION.md"]);
+    run(report).await;
+    std::fs::read_to_string(repo.join("EVALUATION.md")).expect("doc")
+}
+
 fn records(out: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(out.join("results.jsonl")).expect("results.jsonl");
     text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect()
@@ -120,10 +128,7 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     let hand = "# Evaluation\n\nHand-written intro.\n\n<!-- results:begin -->\nstale\n<!-- results:end -->\n\n## Older section\n\nKept as is.\n";
     std::fs::write(repo.join("EVALUATION.md"), hand).expect("doc");
 
-    let mut report = hopwise(&home, &data);
-    report.current_dir(&repo).args(["report", "results", "--out", "EVALUATION.md"]);
-    run(report).await;
-    let doc = std::fs::read_to_string(repo.join("EVALUATION.md")).expect("doc");
+    let doc = regenerate(&home, &data, &repo).await;
     assert!(doc.starts_with("# Evaluation\n\nHand-written intro.\n\n<!-- results:begin -->\n## Results"), "{doc}");
     assert!(doc.ends_with("<!-- results:end -->\n\n## Older section\n\nKept as is.\n"), "{doc}");
     assert!(!doc.contains("stale"));
@@ -147,20 +152,14 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     assert!(labels.contains(&"direct") && labels.contains(&"rtr"), "one labelled point per row");
 
     // Regenerating changes nothing.
-    let mut again = hopwise(&home, &data);
-    again.current_dir(&repo).args(["report", "results", "--out", "EVALUATION.md"]);
-    run(again).await;
-    assert_eq!(std::fs::read_to_string(repo.join("EVALUATION.md")).expect("doc"), doc);
+    assert_eq!(regenerate(&home, &data, &repo).await, doc);
 
     // A row whose run.json records other prompts than this build's is marked as measuring them.
     let run_json = rows.join("direct/run.json");
     let mut fingerprint: Value = serde_json::from_slice(&std::fs::read(&run_json).expect("run.json")).expect("json");
     fingerprint["strategy_prompts"]["direct"] = json!("00000000deadbeef");
     std::fs::write(&run_json, serde_json::to_vec(&fingerprint).expect("json")).expect("write run.json");
-    let mut marked = hopwise(&home, &data);
-    marked.current_dir(&repo).args(["report", "results", "--out", "EVALUATION.md"]);
-    run(marked).await;
-    let doc = std::fs::read_to_string(repo.join("EVALUATION.md")).expect("doc");
+    let doc = regenerate(&home, &data, &repo).await;
     assert!(doc.contains("| direct | – | 4/4 (earlier prompts) | 25.0 ["), "{doc}");
     assert!(doc.contains("*Earlier prompts*: `direct` (`direct` prompts 00000000deadbeef, now "), "{doc}");
     assert!(doc.contains("| rtr | – | 4/4 | 50.0 ["), "rtr's prompts are this build's: {doc}");
