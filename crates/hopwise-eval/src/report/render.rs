@@ -234,9 +234,9 @@ fn progress(out: &mut String, model: &ModelReport) {
     let (mut hours, mut unknown) = (0.0, 0usize);
     for (dataset, r) in &rows {
         let planned = r.planned.unwrap_or(0);
-        let unfinished = r.done() < planned;
         // An unfinished row with earlier prompts cannot be resumed: all its questions are left.
-        let left = if unfinished && r.stale.is_some() { planned } else { planned.saturating_sub(r.done()) };
+        let restarts = r.done() < planned && r.stale.is_some();
+        let left = if restarts { planned } else { planned.saturating_sub(r.done()) };
         let (seconds, left_hours) = match &r.cell {
             Some(c) => {
                 let h = left as f64 * c.seconds / 3600.0;
@@ -248,7 +248,7 @@ fn progress(out: &mut String, model: &ModelReport) {
                 (DASH.to_string(), DASH.to_string())
             }
         };
-        let restart = if unfinished && r.stale.is_some() { " (earlier prompts: restarts)" } else { "" };
+        let restart = if restarts { " (earlier prompts: restarts)" } else { "" };
         let _ = writeln!(out, "| {dataset} | {} | {}/{planned}{restart} | {seconds} | {left_hours} |", r.label, r.done());
     }
     let _ = writeln!(out, "| **total** | | | | {hours:.1} + {unknown} rows not started |\n");
