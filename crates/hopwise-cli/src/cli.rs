@@ -166,6 +166,29 @@ pub enum DataCommand {
     Fetch(DataFetchArgs),
     /// List the known datasets and what is cached.
     List(DataListArgs),
+    /// Write an HGOT demonstration pool (JSONL, for `--opt demonstrations=FILE`) from a dataset's
+    /// solved examples after the evaluated ones: each gold supporting paragraph gives its sentence
+    /// closest to the question and answer as a cited passage.
+    Demos(DataDemosArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DataDemosArgs {
+    /// Dataset file or name (as for `eval --dataset`).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// Examples skipped first: the ones you evaluate (`eval --limit N` runs the first N).
+    #[arg(long, default_value_t = 50)]
+    pub skip: usize,
+    /// Most examples read after the skipped ones.
+    #[arg(long, default_value_t = 1000)]
+    pub limit: usize,
+    /// Where the pool is written (replaced if it exists).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -408,3 +408,77 @@ fn a_checksum_mismatch_or_a_truncated_transfer_leaves_nothing_cached() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(lines(&dir.join("hotpotqa.jsonl")).len(), 2);
 }
+
+/// `hopwise data demos` writes a pool from the examples after the evaluated ones, and `hgot` shows
+/// those demonstrations in its prompts to a real HTTP model server. A file with nothing usable is
+/// refused and writes nothing. The records are invented for the test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demonstration_pool_is_built_and_shown_to_hgot() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    // The built-in registry: every dataset here is a file.
+    let hopwise = |home: &Path| {
+        let mut cmd = hopwise(home, Path::new("unused"));
+        cmd.env_remove("HOPWISE_DATA_REGISTRY");
+        cmd
+    };
+    let record = |id: &str, question: &str, answer: &str, support: &str| {
+        json!({"id": id, "question": question, "answers": [answer], "type": "bridge", "paragraphs": [
+            {"title": "Port Ellis", "text": format!("Port Ellis is a harbour town. {support}"), "supporting": true},
+            {"title": "Moon", "text": "The Moon orbits the Earth.", "supporting": false},
+        ]})
+    };
+    let dataset = tmp.path().join("towns.jsonl");
+    let rows = [
+        record("e1", "Which harbour town was founded by Ada Quill?", "Port Ellis", "Ada Quill founded it in 1820."),
+        record("p1", "Who founded the harbour town of Port Ellis?", "Ada Quill", "Ada Quill founded it in 1820."),
+        record("p2", "In which year was Port Ellis founded?", "1820", "Ada Quill founded it in 1820."),
+    ];
+    std::fs::write(&dataset, rows.iter().map(|r| format!("{r}\n")).collect::<String>()).expect("dataset");
+
+    let pool = tmp.path().join("demos/pool.jsonl");
+    let mut build = hopwise(&home);
+    build.args(["data", "demos", "--json", "--skip", "1", "--dataset"]).arg(&dataset).arg("--out").arg(&pool);
+    let built = run(build);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let summary: Value = serde_json::from_slice(&built.stdout).expect("json");
+    assert_eq!(summary["report"]["kept"], 2, "{summary}");
+    let demos = lines(&pool);
+    assert_eq!(demos.len(), 2);
+    assert!(demos.iter().all(|d| d["question"] != rows[0]["question"]), "the evaluated question is no demo");
+    assert_eq!(demos[0]["passages"], json!(["Port Ellis: Ada Quill founded it in 1820."]));
+    assert_eq!(demos[0]["rationale"], "Ada Quill founded it in 1820 [1].");
+
+    let shown = Arc::new(AtomicUsize::new(0));
+    let counter = shown.clone();
+    let demo_question = demos[0]["question"].as_str().expect("question").to_string();
+    let llm = ScriptedLlm::new()
+        .on_fn("Solved examples:", move |prompt, _| {
+            if prompt.contains(&demo_question) {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+            "Port Ellis was founded by Ada Quill [1].\nAnswer: Port Ellis".into()
+        })
+        .fallback("Port Ellis was founded by Ada Quill [1].\nAnswer: Port Ellis");
+    let model = MockOpenAiServer::start(Arc::new(llm)).await.expect("mock");
+    let out = tmp.path().join("run");
+    let mut eval = hopwise(&home);
+    eval.args(["eval", "--json", "--context", "--strategy", "hgot", "--limit", "1", "--dataset"])
+        .arg(&dataset)
+        .args(["--opt", &format!("demonstrations={}", pool.display()), "--opt", "demo_count=2"])
+        .args(["--model", "scripted", "--base-url", &model.base_url(), "--out"])
+        .arg(&out);
+    let evaluated = tokio::task::spawn_blocking(move || run(eval)).await.expect("join");
+    assert!(evaluated.status.success(), "{}", String::from_utf8_lossy(&evaluated.stderr));
+    assert_eq!(lines(&out.join("results.jsonl")).len(), 1);
+    assert!(shown.load(Ordering::SeqCst) > 0, "no prompt showed the pool's demonstrations");
+
+    // Nothing usable after the skipped examples: a clear error, no file.
+    let empty = tmp.path().join("empty.jsonl");
+    let mut refuse = hopwise(&home);
+    refuse.args(["data", "demos", "--skip", "3", "--dataset"]).arg(&dataset).arg("--out").arg(&empty);
+    let refused = run(refuse);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("no demonstration could be built"), "{refused:?}");
+    assert!(!empty.exists() && !empty.with_extension("jsonl.partial").exists());
+}

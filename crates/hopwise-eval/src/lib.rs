@@ -15,6 +15,7 @@
 //!   [`cost_plot`]s (accuracy against seconds and tokens, Pareto front).
 //! - [`data`]: named datasets (`hopwise data fetch hotpotqa`): registry, verified download,
 //!   conversion to the normalised JSONL, cache and `--dataset NAME` resolution.
+//! - [`demo_pool`]: HGOT demonstration pools from solved examples outside the evaluated slice.
 
 pub mod bootstrap;
 pub mod config;
@@ -22,6 +23,7 @@ pub mod context;
 pub mod cost_plot;
 pub mod data;
 pub mod dataset;
+pub mod demo_pool;
 pub mod error;
 pub mod gate_eval;
 pub mod gate_sweep;

@@ -8,7 +8,7 @@ use hopwise_config::Config;
 use hopwise_eval::data::{self, FetchEvent, FetchOptions, Registry};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{DataCommand, DataFetchArgs, DataListArgs};
+use crate::cli::{DataCommand, DataDemosArgs, DataFetchArgs, DataListArgs};
 
 /// The evaluation data directory, where bare dataset names are looked up first.
 pub const DATA_DIR_ENV: &str = "HOPWISE_DATA";
@@ -28,7 +28,62 @@ pub async fn run(config: &Config, command: DataCommand) -> Result<ExitCode> {
     match command {
         DataCommand::Fetch(args) => fetch(config, args).await,
         DataCommand::List(args) => list(config, args),
+        DataCommand::Demos(args) => demos(config, args),
     }
+}
+
+fn demos(config: &Config, args: DataDemosArgs) -> Result<ExitCode> {
+    use hopwise_eval::demo_pool::{build_pool, PoolSlice};
+    let path = resolve_datasets(config, std::slice::from_ref(&args.dataset))?.remove(0);
+    let dataset = hopwise_eval::load_dataset(&path)?;
+    let (pool, report) = build_pool(&dataset.examples, PoolSlice { skip: args.skip, limit: args.limit });
+    if pool.is_empty() {
+        anyhow::bail!(
+            "{}: no demonstration could be built from {} examples after the first {} \
+             (no answer: {}, no supporting paragraph: {}, too long: {}, not QA: {}); nothing written",
+            path.display(),
+            report.read,
+            args.skip,
+            report.no_answer,
+            report.no_supporting_paragraph,
+            report.too_long,
+            report.not_qa
+        );
+    }
+    let mut text = String::new();
+    for demo in &pool {
+        text.push_str(&serde_json::to_string(demo)?);
+        text.push('\n');
+    }
+    // Written whole to a sibling file and renamed, so a failure never leaves half a pool.
+    let tmp = args.out.with_extension("jsonl.partial");
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &args.out).with_context(|| format!("writing {}", args.out.display()))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "dataset": path, "out": args.out, "skip": args.skip, "report": report,
+            }))?
+        );
+    } else {
+        eprintln!(
+            "{}: {} demonstrations from {} examples after the first {} (left out: {} without answer, \
+             {} without supporting paragraph, {} too long, {} not QA)",
+            args.out.display(),
+            report.kept,
+            report.read,
+            args.skip,
+            report.no_answer,
+            report.no_supporting_paragraph,
+            report.too_long,
+            report.not_qa
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn progress_bar(hidden: bool) -> ProgressBar {

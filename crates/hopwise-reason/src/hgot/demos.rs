@@ -8,20 +8,21 @@
 
 use std::collections::BTreeSet;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::citations::take_markers;
 use super::options::DemoSelection;
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// One pool line; written by `hopwise data demos` and read here, so both sides share this type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Demonstration {
     pub question: String,
     pub rationale: String,
     pub answer: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passages: Vec<String>,
 }
 
