@@ -40,6 +40,16 @@ pub struct PoolReport {
     pub not_qa: usize,
 }
 
+impl PoolReport {
+    /// The examples left out, by reason, for messages.
+    pub fn left_out(&self) -> String {
+        format!(
+            "{} without answer, {} without supporting paragraph, {} too long, {} not QA",
+            self.no_answer, self.no_supporting_paragraph, self.too_long, self.not_qa
+        )
+    }
+}
+
 /// The demonstrations of `examples[skip..skip + limit]`, in dataset order.
 pub fn build_pool(examples: &[Example], slice: PoolSlice) -> (Vec<Demonstration>, PoolReport) {
     let mut report = PoolReport::default();

@@ -39,15 +39,12 @@ fn demos(config: &Config, args: DataDemosArgs) -> Result<ExitCode> {
     let (pool, report) = build_pool(&dataset.examples, PoolSlice { skip: args.skip, limit: args.limit });
     if pool.is_empty() {
         anyhow::bail!(
-            "{}: no demonstration could be built from {} examples after the first {} \
-             (no answer: {}, no supporting paragraph: {}, too long: {}, not QA: {}); nothing written",
+            "{}: no demonstration could be built from {} examples after the first {} (left out: {}); \
+             nothing written",
             path.display(),
             report.read,
             args.skip,
-            report.no_answer,
-            report.no_supporting_paragraph,
-            report.too_long,
-            report.not_qa
+            report.left_out()
         );
     }
     let mut text = String::new();
@@ -71,16 +68,12 @@ fn demos(config: &Config, args: DataDemosArgs) -> Result<ExitCode> {
         );
     } else {
         eprintln!(
-            "{}: {} demonstrations from {} examples after the first {} (left out: {} without answer, \
-             {} without supporting paragraph, {} too long, {} not QA)",
+            "{}: {} demonstrations from {} examples after the first {} (left out: {})",
             args.out.display(),
             report.kept,
             report.read,
             args.skip,
-            report.no_answer,
-            report.no_supporting_paragraph,
-            report.too_long,
-            report.not_qa
+            report.left_out()
         );
     }
     Ok(ExitCode::SUCCESS)
