@@ -168,7 +168,7 @@ pub enum DataCommand {
     List(DataListArgs),
     /// Write an HGOT demonstration pool (JSONL, for `--opt demonstrations=FILE`) from a dataset's
     /// solved examples after the evaluated ones: each gold supporting paragraph gives its sentence
-    /// closest to the question and answer as a cited passage.
+    /// closest to the question, the answer and the other hops' titles as a cited passage.
     Demos(DataDemosArgs),
 }
 

@@ -481,4 +481,5 @@ async fn a_demonstration_pool_is_built_and_shown_to_hgot() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("no demonstration could be built"), "{refused:?}");
     assert!(!empty.exists() && !empty.with_extension("jsonl.partial").exists());
+    assert!(!empty.with_extension("jsonl.tmp").exists());
 }

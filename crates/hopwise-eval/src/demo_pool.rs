@@ -3,14 +3,15 @@
 //!
 //! A demonstration is extractive: from each gold supporting paragraph the sentence that shares the
 //! most words with the question, the answer and the other paragraphs' titles (a sentence holding the
-//! answer first) becomes a cited passage, and the rationale strings those sentences together with their `[n]` markers. No model
-//! writes any of it, so a pool is reproducible from the dataset file alone. Plans (`steps`) are left
-//! out: the datasets carry no gold decomposition, so Plan prompts stay zero-shot.
+//! answer first) becomes a cited passage, and the rationale strings those sentences together with
+//! their `[n]` markers. No model writes any of it, so a pool is reproducible from the dataset file
+//! alone. Plans (`steps`) are left out: the datasets carry no gold decomposition, so Plan prompts
+//! stay zero-shot.
 
 use std::collections::BTreeSet;
 
 use hopwise_core::text::{normalize_answer, split_sentences};
-use hopwise_reason::hgot::demos::Demonstration;
+use hopwise_reason::hgot::demos::{word_set, Demonstration};
 use serde::Serialize;
 
 use crate::dataset::{Example, Paragraph, Task};
@@ -84,11 +85,11 @@ fn demonstration(example: &Example) -> Result<Demonstration, Skip> {
     let supporting: Vec<&Paragraph> = example.paragraphs.iter().filter(|p| p.supporting).take(MAX_PASSAGES).collect();
     let mut passages = Vec::new();
     let mut cited = Vec::new();
-    for paragraph in &supporting {
+    for (i, paragraph) in supporting.iter().enumerate() {
         // The other hops' titles too: a bridge sentence names the entity the next hop is about.
         let others: Vec<&str> =
-            supporting.iter().filter(|p| !std::ptr::eq(**p, *paragraph)).map(|p| p.title.as_str()).collect();
-        let cue = words(&format!("{} {answer} {}", example.question, others.join(" ")));
+            supporting.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, p)| p.title.as_str()).collect();
+        let cue = word_set(&format!("{} {answer} {}", example.question, others.join(" ")));
         let Some(sentence) = best_sentence(&paragraph.text, &cue, &answer_norm) else { continue };
         if sentence.split_whitespace().count() > MAX_SENTENCE_WORDS {
             return Err(Skip::TooLong);
@@ -109,10 +110,6 @@ fn demonstration(example: &Example) -> Result<Demonstration, Skip> {
     })
 }
 
-fn words(text: &str) -> BTreeSet<String> {
-    normalize_answer(text).split_whitespace().map(str::to_string).collect()
-}
-
 /// The sentence holding the answer, else the one sharing most words with `cue` (ties: the earlier).
 fn best_sentence(text: &str, cue: &BTreeSet<String>, answer: &str) -> Option<String> {
     let padded = |s: &str| format!(" {} ", normalize_answer(s));
@@ -122,7 +119,7 @@ fn best_sentence(text: &str, cue: &BTreeSet<String>, answer: &str) -> Option<Str
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .enumerate()
-        .max_by_key(|(i, s)| (holds_answer(s), words(s).intersection(cue).count(), std::cmp::Reverse(*i)))
+        .max_by_key(|(i, s)| (holds_answer(s), word_set(s).intersection(cue).count(), std::cmp::Reverse(*i)))
         .map(|(_, s)| s)
 }
 

@@ -52,13 +52,7 @@ fn demos(config: &Config, args: DataDemosArgs) -> Result<ExitCode> {
         text.push_str(&serde_json::to_string(demo)?);
         text.push('\n');
     }
-    // Written whole to a sibling file and renamed, so a failure never leaves half a pool.
-    let tmp = args.out.with_extension("jsonl.partial");
-    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &args.out).with_context(|| format!("writing {}", args.out.display()))?;
+    hopwise_eval::results::write_atomic(&args.out, text.as_bytes())?;
     if args.json {
         println!(
             "{}",

@@ -88,7 +88,8 @@ pub fn step_length_limit(demos: &[Demonstration]) -> f64 {
     q3 + 1.5 * (q3 - q1)
 }
 
-fn word_set(s: &str) -> BTreeSet<String> {
+/// The normalised words of `s` (SQuAD normalisation: no punctuation, no articles).
+pub fn word_set(s: &str) -> BTreeSet<String> {
     hopwise_core::text::normalize_answer(s).split_whitespace().map(str::to_string).collect()
 }
 
