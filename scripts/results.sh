@@ -5,12 +5,15 @@
 # Each invocation that advances a row appends a line to the row's sessions.jsonl (dates, threads,
 # questions at once, machine), and at the end EVALUATION.md's results section is regenerated.
 #
-#   scripts/results.sh [--budget 4h] [--only REGEX] [--list] [--no-report]
+#   scripts/results.sh [--budget 4h] [--only REGEX] [--list] [--no-report] [--pack-traces | --unpack-traces]
 #
-#   --budget D   stop starting questions after D (90m, 2h, 1h30m; default 4h)
-#   --only RE    run only rows whose "dataset/row" matches the extended regex RE
-#   --list       print each planned row with its progress (done/planned) and exit
-#   --no-report  do not regenerate EVALUATION.md (`hopwise report results --out EVALUATION.md`)
+#   --budget D       stop starting questions after D (90m, 2h, 1h30m; default 4h)
+#   --only RE        run only rows whose "dataset/row" matches the extended regex RE
+#   --list           print each planned row with its progress (done/planned) and exit
+#   --no-report      do not regenerate EVALUATION.md (`hopwise report results --out EVALUATION.md`)
+#   --pack-traces    pack the traces/ of each selected complete row into traces.tar.xz (the same
+#                    traces give the same bytes), for rows whose traces an analysis reads
+#   --unpack-traces  unpack each selected row's traces.tar.xz into its traces/ and exit
 #
 # Datasets are named in plan.tsv (hotpotqa, 2wikimultihopqa, musique, ...). A name is read from
 # $HOPWISE_DATA/<name>.jsonl with its pooled corpus <name>_corpus.jsonl when that file exists (the
@@ -25,14 +28,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-budget=4h only="" list=0 report=1
+budget=4h only="" list=0 report=1 pack=0 unpack=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     --list) list=1; shift ;;
     --no-report) report=0; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --pack-traces) pack=1; shift ;;
+    --unpack-traces) unpack=1; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "results.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,7 +49,7 @@ export HOPWISE_THREADS="${HOPWISE_THREADS:-2}"
 concurrency="${HOPWISE_CONCURRENCY:-2}"
 home="${HOPWISE_HOME:-$HOME/.cache/hopwise}"
 bin="${HOPWISE_BIN:-$(command -v hopwise || true)}"
-if [ -z "$bin" ]; then
+if [ -z "$bin" ] && [ "$list" = 0 ] && [ "$unpack" = 0 ]; then
   bin="${CARGO_TARGET_DIR:-$home/target}/debug/hopwise"
   [ -x "$bin" ] || cargo build -q -p hopwise --locked
 fi
@@ -108,6 +113,18 @@ record_session() { # out started done_before
 }
 progressed=0
 
+# traces.tar.xz is a function of the traces alone: sorted names, no owners, and every file dated
+# when the row's last session ended, so repacking unchanged traces leaves git nothing to commit.
+pack_traces() { # out
+  [ -d "$1/traces" ] || { echo "results.sh: $1 has no traces/ to pack" >&2; return 0; }
+  local stamp
+  stamp="$(sed -n 's/.*"ended":"\([^"]*\)".*/\1/p' "$1/sessions.jsonl" 2>/dev/null | tail -1)"
+  tar --sort=name --mtime="${stamp:-@0}" --mode=a+rX,u+w,go-w --owner=0 --group=0 --numeric-owner -C "$1" -cf - traces \
+    | xz -9 -T1 >"$1/traces.tar.xz.part"
+  mv "$1/traces.tar.xz.part" "$1/traces.tar.xz"
+  echo "results.sh: packed $(find "$1/traces" -type f | wc -l | tr -d ' ') traces into $1/traces.tar.xz" >&2
+}
+
 while IFS=$'\t' read -r row dataset strategy options limit; do
   case "$row" in ''|'#'*) continue ;; esac
   [ -n "$only" ] && ! [[ "$dataset/$row" =~ $only ]] && continue
@@ -116,7 +133,17 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
     printf '%-20s %-16s %4s/%s\n' "$row" "$dataset" "$(done_rows "$out" | tr -d ' ')" "$limit"
     continue
   fi
-  [ "$(done_rows "$out")" -ge "$limit" ] && continue
+  if [ "$unpack" = 1 ]; then
+    if [ -f "$out/traces.tar.xz" ]; then
+      tar -xJf "$out/traces.tar.xz" -C "$out"
+      echo "results.sh: unpacked $out/traces.tar.xz" >&2
+    fi
+    continue
+  fi
+  if [ "$(done_rows "$out")" -ge "$limit" ]; then
+    if [ "$pack" = 1 ]; then pack_traces "$out"; fi
+    continue
+  fi
   left=$(( deadline - $(date +%s) ))
   if [ "$left" -le 0 ]; then
     echo "results.sh: time budget spent; run again to continue" >&2
@@ -143,8 +170,9 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
   wait "$eval_pid" || echo "results.sh: $dataset/$row stopped with an error" >&2
   trap - TERM INT
   record_session "$out" "$started" "$before"
+  if [ "$pack" = 1 ] && [ "$(done_rows "$out")" -ge "$limit" ]; then pack_traces "$out"; fi
 done < results/plan.tsv
 
-if [ "$list" = 0 ] && [ "$report" = 1 ] && [ "$progressed" = 1 ]; then
+if [ "$list" = 0 ] && [ "$unpack" = 0 ] && [ "$report" = 1 ] && [ "$progressed" = 1 ]; then
   "$bin" report results --out EVALUATION.md || echo "results.sh: regenerating EVALUATION.md failed" >&2
 fi

@@ -32,7 +32,12 @@ fn dataset() -> String {
 }
 
 fn hopwise(home: &Path, data: &Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
+    scrubbed(env!("CARGO_BIN_EXE_hopwise"), home, data)
+}
+
+/// `program` with none of the caller's hopwise settings, only this test's home and data folders.
+fn scrubbed(program: &str, home: &Path, data: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
     for var in
         ["HOPWISE_CONFIG", "HOPWISE_LLM", "HOPWISE_MODEL", "HOPWISE_INDEX", "HOPWISE_BASE_URL", "HOPWISE_DATA_REGISTRY"]
     {
@@ -196,4 +201,122 @@ fn the_committed_results_section_is_regenerated_from_results() {
             assert!(committed.is_file(), "{} is not committed", committed.display());
         }
     }
+}
+
+/// `scripts/results.sh` (the real script, in a scratch repository with its own plan) against the
+/// real binary and a scripted model server: a spent budget starts nothing; a row runs to its limit,
+/// records its session, and packs its traces; a row cut short resumes from its committed lines;
+/// repacking unchanged traces gives the same bytes; unpacking restores them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_results_script_runs_resumes_and_packs_traces_reproducibly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, data, repo) = (tmp.path().join("home"), tmp.path().join("data"), tmp.path().join("repo"));
+    for dir in [&data, &repo.join("scripts"), &repo.join("results")] {
+        std::fs::create_dir_all(dir).expect("mkdir");
+    }
+    std::fs::write(data.join("tiny.jsonl"), dataset()).expect("dataset");
+    let corpus: String = dataset()
+        .lines()
+        .flat_map(|line| {
+            let row: Value = serde_json::from_str(line).expect("row");
+            let id = row["id"].as_str().expect("id").to_string();
+            let paragraphs = row["paragraphs"].as_array().expect("paragraphs").clone();
+            paragraphs.into_iter().enumerate().map(move |(i, p)| {
+                json!({"id": format!("{id}-{i}"), "title": p["title"], "text": p["text"]}).to_string() + "\n"
+            })
+        })
+        .collect();
+    std::fs::write(data.join("tiny_corpus.jsonl"), corpus).expect("corpus");
+    std::fs::copy(repo_root().join("scripts/results.sh"), repo.join("scripts/results.sh")).expect("copy script");
+    std::fs::write(repo.join("results/plan.tsv"), "# rows\ndirect\ttiny\tdirect\t-\t4\nrtr\ttiny\trtr\t-\t4\n")
+        .expect("plan");
+    let server =
+        MockOpenAiServer::start(Arc::new(common::first_title_model("Answer: yes"))).await.expect("mock server");
+    let script = |args: &[&str]| {
+        let mut cmd = scrubbed("bash", &home, &data);
+        cmd.current_dir(&repo)
+            .env("HOPWISE_BIN", env!("CARGO_BIN_EXE_hopwise"))
+            .env("HOPWISE_MODEL", "scripted")
+            .env("HOPWISE_BASE_URL", server.base_url())
+            .env("HOPWISE_REVISION", "test123")
+            .env("HOPWISE_THREADS", "1")
+            .arg("scripts/results.sh")
+            .args(args);
+        cmd
+    };
+    let row = repo.join("results/scripted/tiny/direct");
+    let lines = |file: &str| -> Vec<Value> {
+        std::fs::read_to_string(row.join(file))
+            .map(|t| t.lines().map(|l| serde_json::from_str(l).expect("json line")).collect())
+            .unwrap_or_default()
+    };
+
+    // A spent budget starts no question.
+    let out = run(script(&["--budget", "0s", "--no-report", "--only", "^tiny/direct$"])).await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("time budget spent"), "{out:?}");
+    assert!(!row.join("results.jsonl").exists());
+
+    // The row runs to its limit, records who ran it, and packs its traces.
+    let packing = ["--budget", "10m", "--no-report", "--pack-traces", "--only", "^tiny/direct$"];
+    run(script(&packing)).await;
+    assert_eq!(lines("results.jsonl").len(), 4);
+    let sessions = lines("sessions.jsonl");
+    assert_eq!(sessions.len(), 1);
+    assert_eq!((sessions[0]["done_before"].as_u64(), sessions[0]["done_after"].as_u64()), (Some(0), Some(4)));
+    assert_eq!(sessions[0]["revision"], "test123");
+    assert!(!repo.join("results/scripted/tiny/rtr").exists(), "--only selects the rows");
+    assert!(row.join("traces.tar.xz").is_file(), "a complete row is packed");
+
+    // Cut short: the last question is gone, so the next run answers only it and says so.
+    let mut kept = std::fs::read_to_string(row.join("results.jsonl")).expect("results");
+    kept.truncate(kept.trim_end().rfind('\n').expect("several lines") + 1);
+    std::fs::write(row.join("results.jsonl"), kept).expect("truncate");
+    run(script(&packing)).await;
+    let records = lines("results.jsonl");
+    let mut ids: Vec<&str> = records.iter().filter_map(|r| r["id"].as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["q1", "q2", "q3", "q4"], "each question once");
+    let sessions = lines("sessions.jsonl");
+    assert_eq!(sessions.len(), 2);
+    assert_eq!((sessions[1]["done_before"].as_u64(), sessions[1]["done_after"].as_u64()), (Some(3), Some(4)));
+
+    // A complete row is not run again; its traces, written afresh (new dates, new directory order),
+    // pack to the same bytes, and the archive restores every trace.
+    let traces = row.join("traces");
+    let before: Vec<(PathBuf, Vec<u8>)> = walk(&traces);
+    assert_eq!(before.len(), 4, "one trace per question");
+    let repacked = std::fs::read(row.join("traces.tar.xz")).expect("repacked");
+    std::fs::remove_dir_all(&traces).expect("remove traces");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for (path, bytes) in before.iter().rev() {
+        let path = traces.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, bytes).expect("rewrite trace");
+    }
+    run(script(&packing)).await;
+    assert_eq!(lines("sessions.jsonl").len(), 2, "a complete row records no session");
+    let again = std::fs::read(row.join("traces.tar.xz")).expect("again");
+    assert!(again == repacked, "the same traces packed to other bytes");
+    std::fs::remove_dir_all(&traces).expect("remove traces");
+    run(script(&["--unpack-traces", "--only", "^tiny/direct$"])).await;
+    assert_eq!(walk(&traces), before);
+}
+
+/// Every file under `dir`, sorted, with its bytes.
+fn walk(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).expect("read dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("read trace");
+                files.push((path.strip_prefix(dir).expect("under dir").to_path_buf(), bytes));
+            }
+        }
+    }
+    files.sort();
+    files
 }
