@@ -113,7 +113,7 @@ record_session() { # out started done_before
 }
 progressed=0
 
-# traces.tar.xz is a function of the traces alone: sorted names, no owners, and every file dated
+# traces.tar.xz is a function of the traces alone: sorted names, fixed owners and modes, every file dated
 # when the row's last session ended, so repacking unchanged traces leaves git nothing to commit.
 pack_traces() { # out
   [ -d "$1/traces" ] || { echo "results.sh: $1 has no traces/ to pack" >&2; return 0; }
