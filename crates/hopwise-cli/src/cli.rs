@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use hopwise_eval::compare::{GroupBy, Metric};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -133,6 +134,9 @@ pub enum Command {
     Config,
     /// Regenerate the results section of EVALUATION.md from results/ (tables, paired comparisons, plots).
     Report(ReportArgs),
+    /// Compare two runs question by question: paired difference with its 95 % interval, won / tied /
+    /// lost, and what each spent, overall and per question type or gate decision.
+    Compare(CompareArgs),
     /// Named datasets: fetch the official releases (pinned sha256) into the data directory, list them.
     #[command(subcommand)]
     Data(DataCommand),
@@ -155,6 +159,34 @@ pub struct ReportArgs {
     #[arg(long)]
     pub plots: Option<PathBuf>,
     /// Print a JSON summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    hopwise compare results/qwen2.5-1.5b/2wikimultihopqa/rtr results/qwen2.5-1.5b/2wikimultihopqa/toqd --by qtype\n  \
+    hopwise compare out/results.jsonl out/results.jsonl --base-strategy rtr --other-strategy self-ask\n  \
+    hopwise compare <(git show HEAD~1:results.jsonl) results.jsonl   # a re-run against the run before")]
+pub struct CompareArgs {
+    /// The baseline: a results.jsonl, or a run directory holding one.
+    pub base: PathBuf,
+    /// The run compared with it (differences are OTHER - BASE).
+    pub other: PathBuf,
+    /// The baseline's strategy, when its file holds several.
+    #[arg(long)]
+    pub base_strategy: Option<String>,
+    /// The other run's strategy, when its file holds several.
+    #[arg(long)]
+    pub other_strategy: Option<String>,
+    /// The score compared: accuracy (cover-EM for QA, label accuracy for fact checking), cover-em, em, f1.
+    #[arg(long, default_value = "accuracy")]
+    pub metric: Metric,
+    /// Also split the questions: `qtype` (the dataset's question type) or `searched` (whether OTHER
+    /// retrieved for the question, i.e. what its gate kept closed-book).
+    #[arg(long)]
+    pub by: Option<GroupBy>,
+    /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
 }

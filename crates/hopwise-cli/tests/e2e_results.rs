@@ -121,6 +121,34 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     let rows = repo.join("results/scripted/tiny");
     run(eval(&home, &data, &url, "direct", &rows.join("direct"))).await;
     run(eval(&home, &data, &url, "rtr", &rows.join("rtr"))).await;
+
+    // `hopwise compare` pairs any two runs by question: the same figures as the summary, per type.
+    let mut compare = hopwise(&home, &data);
+    compare.arg("compare").args([rows.join("rtr"), rows.join("direct")]).args(["--by", "qtype"]);
+    let table = String::from_utf8(run(compare).await.stdout).expect("utf-8");
+    assert!(table.starts_with("direct against rtr, accuracy on the questions both answered\n"), "{table}");
+    assert!(table.contains("| all | 4 | 50.0 | 25.0 | -25.0 ["), "{table}");
+    assert!(table.contains("| 1 / 1 / 2 | 1.00 / 1.00 |"), "{table}");
+    assert!(table.contains("| comparison | 1 | 0.0 | 100.0 | +100.0 [+100.0, +100.0] | 1 / 0 / 0 |"), "{table}");
+    assert!(table.contains("| bridge | 3 | 66.7 | 0.0 | -66.7 ["), "{table}");
+    // Both strategies in one file: each side is chosen by name, and not guessed.
+    let mut ambiguous = hopwise(&home, &data);
+    ambiguous.arg("compare").arg(both.join("results.jsonl")).arg(&both);
+    let out = ambiguous.output().expect("run hopwise");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("several strategies (direct, rtr)"), "{stderr}");
+    let mut chosen = hopwise(&home, &data);
+    chosen.arg("compare").arg(&both).arg(&both);
+    chosen.args(["--base-strategy", "rtr", "--other-strategy", "direct", "--metric", "cover-em", "--json"]);
+    let json: Value = serde_json::from_slice(&run(chosen).await.stdout).expect("json");
+    let all = &json["groups"][0]["difference"];
+    assert_eq!((all["n"].as_u64(), all["wins"].as_u64(), all["losses"].as_u64()), (Some(4), Some(1), Some(2)));
+    // One strategy on both sides (a re-run): the table names the runs, and every question ties.
+    let mut rerun = hopwise(&home, &data);
+    rerun.arg("compare").arg(rows.join("direct")).arg(&both).args(["--other-strategy", "direct"]);
+    let table = String::from_utf8(run(rerun).await.stdout).expect("utf-8");
+    assert!(table.starts_with("both against direct,"), "{table}");
+    assert!(table.contains("| +0.0 [+0.0, +0.0] | 0 / 4 / 0 |"), "{table}");
     std::fs::write(
         repo.join("results/plan.tsv"),
         "# rows\ndirect\ttiny\tdirect\t-\t4\nrtr\ttiny\trtr\t-\t4\ncot\ttiny\tcot\t-\t4\n",

@@ -11,6 +11,8 @@
 //!   scored by Hits/MAP/MRR@K against gold evidence.
 //! - [`plots`]: accuracy vs retrieval rounds, per-type accuracy (PNG + SVG).
 //! - [`bootstrap`], [`paired`]: 95 % bootstrap intervals and paired comparisons with rtr.
+//! - [`compare`]: any two runs question by question, overall and per question type or gate
+//!   decision (`hopwise compare`).
 //! - [`report`]: regenerates EVALUATION.md's results section from `results/`, with the
 //!   [`cost_plot`]s (accuracy against seconds and tokens, Pareto front).
 //! - [`data`]: named datasets (`hopwise data fetch hotpotqa`): registry, verified download,
@@ -18,6 +20,7 @@
 //! - [`demo_pool`]: HGOT demonstration pools from solved examples outside the evaluated slice.
 
 pub mod bootstrap;
+pub mod compare;
 pub mod config;
 pub mod context;
 pub mod cost_plot;

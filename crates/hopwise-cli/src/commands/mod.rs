@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod ask;
+mod compare;
 pub mod data;
 mod eval;
 mod gate_eval;
@@ -50,6 +51,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Index(args) => index::run(&config, args).await,
         Command::Setup(args) => setup::run(&config, args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Data(command) => data::run(&config, command).await,
     }
 }
