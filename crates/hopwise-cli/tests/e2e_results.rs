@@ -18,7 +18,11 @@ fn paragraph(title: &str, text: &str) -> Value {
 
 /// Four questions built so that, against rtr, direct wins one, ties one and loses two.
 fn dataset() -> String {
-    let rows = [
+    questions().iter().map(|r| r.to_string() + "\n").collect()
+}
+
+fn questions() -> [Value; 4] {
+    [
         json!({"id": "q1", "question": "Is Ada Vance a composer?", "answers": ["yes"], "type": "comparison",
                "paragraphs": [paragraph("Ada Vance", "Ada Vance is a composer."), paragraph("Moss", "Moss grows on stones.")]}),
         json!({"id": "q2", "question": "Which lake lies beside Port Ellis?", "answers": ["Tidewater"], "type": "bridge",
@@ -27,8 +31,7 @@ fn dataset() -> String {
                "paragraphs": [paragraph("Harbour Mural", "The Harbour Mural was painted in 1950."), paragraph("Moss", "Moss grows on stones.")]}),
         json!({"id": "q4", "question": "Which river crosses Hale?", "answers": ["Orme River"], "type": "bridge",
                "paragraphs": [paragraph("Orme River", "The Orme River crosses Hale."), paragraph("Moss", "Moss grows on stones.")]}),
-    ];
-    rows.iter().map(|r| r.to_string() + "\n").collect()
+    ]
 }
 
 fn hopwise(home: &Path, data: &Path) -> std::process::Command {
@@ -243,18 +246,16 @@ async fn the_results_script_runs_resumes_and_packs_traces_reproducibly() {
         std::fs::create_dir_all(dir).expect("mkdir");
     }
     std::fs::write(data.join("tiny.jsonl"), dataset()).expect("dataset");
-    let corpus: String = dataset()
-        .lines()
-        .flat_map(|line| {
-            let row: Value = serde_json::from_str(line).expect("row");
-            let id = row["id"].as_str().expect("id").to_string();
-            let paragraphs = row["paragraphs"].as_array().expect("paragraphs").clone();
-            paragraphs.into_iter().enumerate().map(move |(i, p)| {
-                json!({"id": format!("{id}-{i}"), "title": p["title"], "text": p["text"]}).to_string() + "\n"
-            })
+    // The pooled corpus: every question's paragraphs as passages.
+    let corpus: Vec<Value> = questions()
+        .iter()
+        .flat_map(|q| {
+            let id = q["id"].as_str().expect("id").to_string();
+            let paragraphs = q["paragraphs"].as_array().expect("paragraphs").clone().into_iter().enumerate();
+            paragraphs.map(move |(i, p)| json!({"id": format!("{id}-{i}"), "title": p["title"], "text": p["text"]}))
         })
         .collect();
-    std::fs::write(data.join("tiny_corpus.jsonl"), corpus).expect("corpus");
+    common::write_jsonl(&data.join("tiny_corpus.jsonl"), &corpus);
     std::fs::copy(repo_root().join("scripts/results.sh"), repo.join("scripts/results.sh")).expect("copy script");
     std::fs::write(repo.join("results/plan.tsv"), "# rows\ndirect\ttiny\tdirect\t-\t4\nrtr\ttiny\trtr\t-\t4\n")
         .expect("plan");
