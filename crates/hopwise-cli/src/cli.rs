@@ -134,8 +134,8 @@ pub enum Command {
     Config,
     /// Regenerate the results section of EVALUATION.md from results/ (tables, paired comparisons, plots).
     Report(ReportArgs),
-    /// Compare two runs question by question: paired difference with its 95 % interval, won / tied /
-    /// lost, and what each spent, overall and per question type or gate decision.
+    /// Compare runs question by question with a base run: paired difference with its 95 % interval,
+    /// won / tied / lost, and what each spent, overall and per question type or gate decision.
     Compare(CompareArgs),
     /// Named datasets: fetch the official releases (pinned sha256) into the data directory, list them.
     #[command(subcommand)]
@@ -167,16 +167,18 @@ pub struct ReportArgs {
 #[command(after_help = "Examples:\n  \
     hopwise compare results/qwen2.5-1.5b/2wikimultihopqa/rtr results/qwen2.5-1.5b/2wikimultihopqa/toqd --by qtype\n  \
     hopwise compare out/results.jsonl out/results.jsonl --base-strategy rtr --other-strategy self-ask\n  \
+    hopwise compare results/qwen2.5-1.5b/2wikimultihopqa/toqd results/qwen2.5-1.5b/2wikimultihopqa/toqd-no-*   # ablations\n  \
     hopwise compare <(git show HEAD~1:results.jsonl) results.jsonl   # a re-run against the run before")]
 pub struct CompareArgs {
     /// The baseline: a results.jsonl, or a run directory holding one.
     pub base: PathBuf,
-    /// The run compared with it (differences are OTHER - BASE).
-    pub other: PathBuf,
+    /// The runs compared with it, each on its own (differences are OTHER - BASE).
+    #[arg(required = true)]
+    pub others: Vec<PathBuf>,
     /// The baseline's strategy, when its file holds several.
     #[arg(long)]
     pub base_strategy: Option<String>,
-    /// The other run's strategy, when its file holds several.
+    /// The other runs' strategy, when their files hold several.
     #[arg(long)]
     pub other_strategy: Option<String>,
     /// The score compared: accuracy (cover-EM for QA, label accuracy for fact checking), cover-em, em, f1.
@@ -186,7 +188,7 @@ pub struct CompareArgs {
     /// retrieved for the question, i.e. what its gate kept closed-book).
     #[arg(long)]
     pub by: Option<GroupBy>,
-    /// Print the comparison as JSON.
+    /// Print the comparisons as JSON (an array, one per OTHER).
     #[arg(long)]
     pub json: bool,
 }

@@ -144,7 +144,7 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     chosen.arg("compare").arg(&both).arg(&both);
     chosen.args(["--base-strategy", "rtr", "--other-strategy", "direct", "--metric", "cover-em", "--json"]);
     let json: Value = serde_json::from_slice(&run(chosen).await.stdout).expect("json");
-    let all = &json["groups"][0]["difference"];
+    let all = &json[0]["groups"][0]["difference"];
     assert_eq!((all["n"].as_u64(), all["wins"].as_u64(), all["losses"].as_u64()), (Some(4), Some(1), Some(2)));
     // One strategy on both sides (a re-run): the table names the runs, and every question ties.
     let mut rerun = hopwise(&home, &data);
@@ -152,6 +152,12 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     let table = String::from_utf8(run(rerun).await.stdout).expect("utf-8");
     assert!(table.starts_with("both against direct,"), "{table}");
     assert!(table.contains("| +0.0 [+0.0, +0.0] | 0 / 4 / 0 |"), "{table}");
+    // Several runs against one base: one line per run.
+    let mut several = hopwise(&home, &data);
+    several.arg("compare").args([rows.join("rtr"), rows.join("direct"), rows.join("rtr")]);
+    let table = String::from_utf8(run(several).await.stdout).expect("utf-8");
+    assert!(table.contains("| direct | all | 4 | 50.0 | 25.0 | -25.0 ["), "{table}");
+    assert!(table.contains("| other | all | 4 | 50.0 | 50.0 | +0.0 ["), "the base against itself: {table}");
     std::fs::write(
         repo.join("results/plan.tsv"),
         "# rows\ndirect\ttiny\tdirect\t-\t4\nrtr\ttiny\trtr\t-\t4\ncot\ttiny\tcot\t-\t4\n",

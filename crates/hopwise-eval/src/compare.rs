@@ -213,41 +213,65 @@ pub fn compare_runs(
     })
 }
 
-/// A markdown table, one line per group; scores and differences in points (× 100).
-pub fn render_markdown(c: &Comparison) -> String {
-    let (b, o) = (&c.base_label, &c.other_label);
+/// The figures of one group, as the cells after the label columns.
+fn cells(g: &GroupComparison) -> String {
+    let d = &g.difference;
+    format!(
+        "{} | {:.1} | {:.1} | {:+.1} [{:+.1}, {:+.1}] | {} / {} / {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.1} / {:.1}",
+        d.n,
+        g.base.score,
+        g.other.score,
+        100.0 * d.mean,
+        100.0 * d.interval.low,
+        100.0 * d.interval.high,
+        d.wins,
+        d.ties,
+        d.losses,
+        g.base.llm_calls,
+        g.other.llm_calls,
+        g.base.retrieval_rounds,
+        g.other.retrieval_rounds,
+        g.base.seconds,
+        g.other.seconds,
+    )
+}
+
+fn left_out(c: &Comparison) -> Option<String> {
+    (c.only_base + c.only_other > 0)
+        .then(|| format!("{} only in {}, {} only in {}", c.only_base, c.base_label, c.only_other, c.other_label))
+}
+
+/// A markdown table, one line per group (and per run, when several are compared with one base);
+/// scores and differences in points (× 100).
+pub fn render_markdown(comparisons: &[Comparison]) -> String {
+    let Some(first) = comparisons.first() else { return String::new() };
+    let (metric, b) = (first.metric.name(), &first.base_label);
+    if let [c] = comparisons {
+        let o = &c.other_label;
+        let unpaired = left_out(c).map(|l| format!(" (left out: {l})")).unwrap_or_default();
+        let mut out = format!(
+            "{o} against {b}, {metric} on the questions both answered{unpaired}\n\n\
+             | group | n | {b} | {o} | difference [95% CI] | won / tied / lost | calls {b} / {o} | rounds {b} / {o} | s/q {b} / {o} |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        );
+        for g in &c.groups {
+            out.push_str(&format!("| {} | {} |\n", g.group, cells(g)));
+        }
+        return out;
+    }
     let mut out = format!(
-        "{o} against {b}, {metric} on the questions both answered{unpaired}\n\n\
-         | group | n | {b} | {o} | difference [95% CI] | won / tied / lost | calls {b} / {o} | rounds {b} / {o} | s/q {b} / {o} |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        metric = c.metric.name(),
-        unpaired = if c.only_base + c.only_other > 0 {
-            format!(" (left out: {} only in {b}, {} only in {o})", c.only_base, c.only_other)
-        } else {
-            String::new()
-        },
+        "against {b}, {metric}, each run on the questions it shares with {b}\n\n\
+         | run | group | n | {b} | run | difference [95% CI] | won / tied / lost | calls {b} / run | rounds {b} / run | s/q {b} / run |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
-    for g in &c.groups {
-        let d = &g.difference;
-        out.push_str(&format!(
-            "| {} | {} | {:.1} | {:.1} | {:+.1} [{:+.1}, {:+.1}] | {} / {} / {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.1} / {:.1} |\n",
-            g.group,
-            d.n,
-            g.base.score,
-            g.other.score,
-            100.0 * d.mean,
-            100.0 * d.interval.low,
-            100.0 * d.interval.high,
-            d.wins,
-            d.ties,
-            d.losses,
-            g.base.llm_calls,
-            g.other.llm_calls,
-            g.base.retrieval_rounds,
-            g.other.retrieval_rounds,
-            g.base.seconds,
-            g.other.seconds,
-        ));
+    for c in comparisons {
+        for g in &c.groups {
+            out.push_str(&format!("| {} | {} | {} |\n", c.other_label, g.group, cells(g)));
+        }
+    }
+    let unpaired: Vec<String> = comparisons.iter().filter_map(left_out).collect();
+    if !unpaired.is_empty() {
+        out.push_str(&format!("\nLeft out: {}.\n", unpaired.join("; ")));
     }
     out
 }
@@ -293,9 +317,18 @@ mod tests {
         let by_search = compare_runs(&base, &other, Metric::CoverEm, Some(GroupBy::Searched)).expect("pairs");
         let split: Vec<(&str, usize)> = by_search.groups.iter().map(|g| (g.group.as_str(), g.difference.n)).collect();
         assert_eq!(split, [("all", 3), ("closed-book", 1), ("searched", 2)]);
-        let table = render_markdown(&c);
+        let table = render_markdown(std::slice::from_ref(&c));
         assert!(table.contains("| all | 3 | 33.3 | 66.7 | +33.3 ["), "{table}");
         assert!(table.contains("(left out: 1 only in rtr, 0 only in toqd)"), "{table}");
+        // Several runs against one base: a line per run and group, the left-out questions below.
+        let several = render_markdown(&[c, by_search]);
+        assert!(several.starts_with("against rtr, cover-EM, each run on the questions it shares with rtr\n"));
+        assert!(several.contains("| toqd | bridge | 2 | 50.0 | 50.0 | +0.0 ["), "{several}");
+        assert!(several.contains("| toqd | closed-book | 1 | 100.0 | 0.0 | -100.0 ["), "{several}");
+        assert!(
+            several.contains("\nLeft out: 1 only in rtr, 0 only in toqd; 1 only in rtr, 0 only in toqd.\n"),
+            "{several}"
+        );
     }
 
     #[test]

@@ -30,24 +30,28 @@ fn run_name(path: &Path) -> Option<String> {
 
 pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let (base_file, base) = results_of(&args.base)?;
-    let (other_file, other) = results_of(&args.other)?;
     let base = select(&base, "base", args.base_strategy.as_deref()).with_context(|| base_file.display().to_string())?;
-    let other =
-        select(&other, "other", args.other_strategy.as_deref()).with_context(|| other_file.display().to_string())?;
-    let mut comparison = compare_runs(&base, &other, args.metric, args.by)?;
-    // One strategy on both sides (an ablation, a re-run): name the sides by their runs instead,
-    // and fall back to base / other when those are the same too.
-    if comparison.base_strategy == comparison.other_strategy {
-        let (b, o) = (run_name(&args.base), run_name(&args.other));
-        (comparison.base_label, comparison.other_label) = match (b, o) {
-            (Some(b), Some(o)) if b != o => (b, o),
-            _ => ("base".into(), "other".into()),
-        };
+    let mut comparisons = Vec::with_capacity(args.others.len());
+    for path in &args.others {
+        let (other_file, other) = results_of(path)?;
+        let other = select(&other, "other", args.other_strategy.as_deref())
+            .with_context(|| other_file.display().to_string())?;
+        let mut comparison = compare_runs(&base, &other, args.metric, args.by)
+            .with_context(|| format!("{} against {}", other_file.display(), base_file.display()))?;
+        // One strategy on both sides (an ablation, a re-run): name the sides by their runs instead,
+        // and fall back to base / other when those are the same too.
+        if comparison.base_strategy == comparison.other_strategy {
+            (comparison.base_label, comparison.other_label) = match (run_name(&args.base), run_name(path)) {
+                (Some(b), Some(o)) if b != o => (b, o),
+                _ => ("base".into(), "other".into()),
+            };
+        }
+        comparisons.push(comparison);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
+        println!("{}", serde_json::to_string_pretty(&comparisons)?);
     } else {
-        print!("{}", render_markdown(&comparison));
+        print!("{}", render_markdown(&comparisons));
     }
     Ok(ExitCode::SUCCESS)
 }
