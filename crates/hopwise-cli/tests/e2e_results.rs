@@ -116,6 +116,7 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     assert!(markdown.contains("## Paired with rtr"), "{markdown}");
     assert!(markdown.contains("| tiny | direct | rtr | 4 | -25.0 ["), "{markdown}");
     assert!(markdown.contains("1 / 1 / 2 |"), "{markdown}");
+    assert!(markdown.contains("| Δ cover-EM (pp) [95% CI] | Δ EM (pp) [95% CI] | Δ F1 (pp) [95% CI] |"), "{markdown}");
     assert!(markdown.contains("| 50.00 (n=4) ["), "rtr's 50 % with its interval: {markdown}");
     assert!(markdown.contains("| prompt tokens | cached prompt tokens | completion tokens |"), "{markdown}");
 

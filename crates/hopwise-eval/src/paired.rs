@@ -19,6 +19,8 @@ pub struct PairedComparison {
     pub strategy: String,
     /// Difference of the headline accuracy (cover-EM; label accuracy for fact checking).
     pub accuracy: PairedDifference,
+    /// Exact match: no credit for an answer that only contains a gold alias (a sentence, a list).
+    pub em: PairedDifference,
     pub f1: PairedDifference,
 }
 
@@ -46,6 +48,7 @@ pub fn compare(
         baseline: baseline_label.to_string(),
         strategy: label.to_string(),
         accuracy: paired_difference(&pairs(&|r| r.metrics.accuracy))?,
+        em: paired_difference(&pairs(&|r| r.metrics.em))?,
         f1: paired_difference(&pairs(&|r| r.metrics.f1))?,
     })
 }
@@ -59,9 +62,11 @@ mod tests {
     fn only_common_questions_of_the_dataset_are_paired() {
         let rtr =
             [record("d", "1", "rtr", 1.0, 1.0), record("d", "2", "rtr", 0.0, 0.5), record("d", "3", "rtr", 0.0, 0.0)];
+        let mut sentence = record("d", "2", "toqd", 1.0, 1.0); // win, but only by containing the answer
+        sentence.metrics.em = 0.0;
         let toqd = [
             record("d", "1", "toqd", 0.0, 0.5), // loss
-            record("d", "2", "toqd", 1.0, 1.0), // win
+            sentence,
             record("d", "4", "toqd", 1.0, 1.0), // rtr has no result: left out
             record("e", "3", "toqd", 1.0, 1.0), // another dataset: left out
         ];
@@ -70,6 +75,7 @@ mod tests {
         assert_eq!((c.accuracy.n, c.accuracy.wins, c.accuracy.ties, c.accuracy.losses), (2, 1, 0, 1));
         assert_eq!(c.accuracy.mean, 0.0);
         assert!((c.f1.mean - 0.0).abs() < 1e-12, "(-0.5 + 0.5) / 2");
+        assert_eq!((c.em.mean, c.em.wins, c.em.losses), (-0.5, 0, 1), "EM: a loss and a tie");
         assert_eq!((c.baseline.as_str(), c.strategy.as_str()), ("rtr", "toqd"));
     }
 

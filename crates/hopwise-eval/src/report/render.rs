@@ -193,7 +193,8 @@ fn dataset_section(out: &mut String, model: &str, d: &DatasetReport, plots: &Plo
     if !d.paired.is_empty() {
         let _ = writeln!(
             out,
-            "Paired with `{BASELINE}` on {name} (`row - {BASELINE}` per question; wins / ties / losses by cover-EM):\n"
+            "Paired with `{BASELINE}` on {name} (`row - {BASELINE}` per question; wins / ties / losses by cover-EM; \
+             EM gives no credit to an answer that only contains a gold alias, such as a sentence or a list):\n"
         );
         render_paired(out, &d.paired);
     }
