@@ -169,6 +169,16 @@ pub fn select<'a>(
     Ok(records.iter().filter(|r| r.strategy == chosen && seen.insert((&r.dataset, &r.id))).collect())
 }
 
+/// `(base, other)` for each question (same dataset and id) both have, in `other`'s order.
+pub fn pair_by_question<'a>(
+    base: &[&'a ResultRecord],
+    other: &[&'a ResultRecord],
+) -> Vec<(&'a ResultRecord, &'a ResultRecord)> {
+    let base_by_id: HashMap<(&str, &str), &ResultRecord> =
+        base.iter().map(|r| ((r.dataset.as_str(), r.id.as_str()), *r)).collect();
+    other.iter().filter_map(|o| base_by_id.get(&(o.dataset.as_str(), o.id.as_str())).map(|b| (*b, *o))).collect()
+}
+
 /// Pairs `other` with `base` by (dataset, id) and compares them overall and per group.
 pub fn compare_runs(
     base: &[&ResultRecord],
@@ -176,10 +186,7 @@ pub fn compare_runs(
     metric: Metric,
     group_by: Option<GroupBy>,
 ) -> Result<Comparison, CompareError> {
-    let base_by_id: HashMap<(&str, &str), &ResultRecord> =
-        base.iter().map(|r| ((r.dataset.as_str(), r.id.as_str()), *r)).collect();
-    let pairs: Vec<(&ResultRecord, &ResultRecord)> =
-        other.iter().filter_map(|o| base_by_id.get(&(o.dataset.as_str(), o.id.as_str())).map(|b| (*b, *o))).collect();
+    let pairs = pair_by_question(base, other);
     let (only_base, only_other) = (base.len() - pairs.len(), other.len() - pairs.len());
     let mut groups: BTreeMap<String, Vec<(&ResultRecord, &ResultRecord)>> = BTreeMap::new();
     if let Some(by) = group_by {

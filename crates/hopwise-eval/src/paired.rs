@@ -1,11 +1,10 @@
 //! Paired comparisons: a strategy against a baseline (retrieve-then-read) on the questions both
 //! answered, matched by dataset and example id.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::bootstrap::{paired_difference, PairedDifference};
+use crate::compare::pair_by_question;
 use crate::results::ResultRecord;
 
 /// The strategy every other one is compared with.
@@ -33,13 +32,8 @@ pub fn compare(
     label: &str,
     other: &[&ResultRecord],
 ) -> Option<PairedComparison> {
-    let by_id: HashMap<(&str, &str), &ResultRecord> =
-        baseline.iter().map(|r| ((r.dataset.as_str(), r.id.as_str()), *r)).collect();
-    let matched: Vec<(&ResultRecord, &ResultRecord)> = other
-        .iter()
-        .filter(|r| r.dataset == dataset)
-        .filter_map(|r| by_id.get(&(r.dataset.as_str(), r.id.as_str())).map(|b| (*b, *r)))
-        .collect();
+    let of_dataset: Vec<&ResultRecord> = other.iter().copied().filter(|r| r.dataset == dataset).collect();
+    let matched = pair_by_question(baseline, &of_dataset);
     let pairs = |score: &dyn Fn(&ResultRecord) -> f64| -> Vec<(f64, f64)> {
         matched.iter().map(|(b, o)| (score(b), score(o))).collect()
     };
