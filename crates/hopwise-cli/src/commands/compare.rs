@@ -1,5 +1,5 @@
-//! `hopwise compare`: two runs question by question (a row against rtr, a re-run against the run
-//! before, an ablation against the full method), from their results files alone.
+//! `hopwise compare`: runs against a base run, question by question (a row against rtr, a re-run
+//! against the run before, ablations against the full method), from their results files alone.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
