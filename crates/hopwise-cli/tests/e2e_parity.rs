@@ -21,7 +21,7 @@ const QUESTION: &str = "Which Canadian rock band released Counterparts and had a
 fn model() -> ScriptedLlm {
     ScriptedLlm::new()
         .on("Write a short passage", "Counterparts is an album by the Canadian rock band Rush.")
-        .on("Statement A:", "entail")
+        .on("Premise:", "entail")
         .on("Plan how to find the answer", "Step 1: Which Canadian rock band released the album Counterparts?")
         .on("Reply in exactly this form", "Rationale: Counterparts is an album by Rush [1].\nAnswer: Rush")
 }

@@ -260,6 +260,31 @@ mod tests {
         assert_eq!(base, prompts_hash(&Prompts::default(), &["system", "direct"]));
     }
 
+    /// The NLI judge's template is in the fingerprint of the configurations that ask the judge (HGOT,
+    /// `uar` with NLI similarity) and of no other: a Jaccard-gated `uar` or `always-retrieve` never
+    /// renders it.
+    #[test]
+    fn the_judge_template_touches_only_configurations_that_judge() {
+        let mut o = BTreeMap::new();
+        o.insert("nli_judge".to_string(), "P: {premise} H: {hypothesis}".to_string());
+        let changed = Prompts::default().with_overrides(&o).expect("override");
+        let options = |json: serde_json::Value| match json {
+            serde_json::Value::Object(map) => StrategyOptions(map),
+            _ => StrategyOptions::default(),
+        };
+        let touched = |name: &str, opts: serde_json::Value| {
+            let before = strategy_prompts_hash(&Prompts::default(), name, &options(opts.clone())).expect("builds");
+            before != strategy_prompts_hash(&changed, name, &options(opts)).expect("builds")
+        };
+        assert!(touched("hgot", serde_json::json!({})));
+        assert!(touched("uar", serde_json::json!({"uncertainty": "numsets"})));
+        assert!(touched("uar", serde_json::json!({"uncertainty": "ecc", "similarity": "nli"})));
+        assert!(!touched("uar", serde_json::json!({})), "deg-jaccard");
+        assert!(!touched("uar", serde_json::json!({"uncertainty": "eigv"})), "Jaccard by default");
+        assert!(!touched("always-retrieve", serde_json::json!({})));
+        assert!(!touched("flare-instruct", serde_json::json!({})));
+    }
+
     /// A changed template makes exactly the strategies that render it stale: the folder of a `direct`
     /// run still resumes after a ToQD prompt changed; a `toqd` run does not.
     #[test]

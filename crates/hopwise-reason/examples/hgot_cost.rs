@@ -31,7 +31,7 @@ fn cite(prompt: &str, keyword: &str) -> String {
 /// A two-step plan (2 depends on 1); thoughts vary with the sample index.
 fn script(prompt: &str, i: u32) -> String {
     let q = prompt.rsplit("Question: ").next().and_then(|s| s.lines().next()).unwrap_or("").trim();
-    if prompt.contains("Statement B:") {
+    if prompt.contains("Hypothesis:") {
         return if i % 7 == 6 { "neutral" } else { "entail" }.into();
     }
     if prompt.contains("Reason about the question") {

@@ -259,8 +259,7 @@ mod tests {
 
     #[tokio::test]
     async fn judge_reads_the_label_and_caches_pairs() {
-        let llm =
-            ScriptedLlm::new().on("Statement B: Paris is in France", "Entail").on("Statement B:", "contradiction");
+        let llm = ScriptedLlm::new().on("Hypothesis: Paris is in France", "Entail").on("Hypothesis:", "contradiction");
         let rec = Recorder::new("q", "uar");
         let nli = judge(llm.clone(), &rec);
         let v = nli.judge("Paris is the capital of France", "Paris is in France").await.expect("verdict");
@@ -272,7 +271,7 @@ mod tests {
         assert_eq!(nli.llm_calls(), 2, "the repeated pair came from the cache");
         assert_eq!(llm.calls().len(), 2);
         assert_eq!(rec.stats().llm_calls, 2, "judge calls are metered into the trace");
-        assert!(llm.calls()[0].contains("Statement A: Paris is the capital of France"));
+        assert!(llm.calls()[0].contains("Premise: Paris is the capital of France"));
     }
 
     #[tokio::test]
@@ -286,8 +285,8 @@ mod tests {
     async fn entailment_matrix_skips_identical_and_empty_texts() {
         // "x" and "y" entail each other; "z" is neutral to both.
         let llm = ScriptedLlm::new()
-            .on_fn("Statement A: z", |_, _| "neutral".into())
-            .on_fn("Statement B: z", |_, _| "neutral".into())
+            .on_fn("Premise: z", |_, _| "neutral".into())
+            .on_fn("Hypothesis: z", |_, _| "neutral".into())
             .fallback("entail");
         let nli = judge(llm.clone(), &Recorder::new("q", "uar"));
         let texts: Vec<String> = ["x", "x ", "y", "z", ""].iter().map(|s| s.to_string()).collect();

@@ -25,7 +25,9 @@ pub trait Strategy: Send + Sync {
     fn name(&self) -> &str;
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer>;
 
-    /// The prompt templates the strategy may render (from the table).
+    /// The prompt templates the strategy may render with its options (by default the table's list,
+    /// which covers every option). A row's prompts fingerprint hashes these, so a changed template
+    /// marks only the rows that could have rendered it.
     fn templates(&self) -> &'static [&'static str] {
         spec(self.name()).map_or(&[], |s| s.templates)
     }
@@ -104,7 +106,10 @@ const TOQD_TEMPLATES: &[&str] = &[
     "toqd_summary_passages",
     "toqd_summary_passages_yes_no",
 ];
-const SENTENCE_LOOP_TEMPLATES: &[&str] =
+/// The sentence loop's templates; `uar` adds the NLI judge's when its similarity is NLI.
+pub(crate) const SENTENCE_LOOP_TEMPLATES: &[&str] =
+    &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude"];
+pub(crate) const SENTENCE_LOOP_NLI_TEMPLATES: &[&str] =
     &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude", "nli_judge"];
 const HGOT_TEMPLATES: &[&str] =
     &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"];
@@ -145,7 +150,7 @@ pub const STRATEGIES: &[StrategySpec] = &[
     }),
     StrategySpec {
         uses_nli: true,
-        ..row("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)", true, SENTENCE_LOOP_TEMPLATES, |o| {
+        ..row("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)", true, SENTENCE_LOOP_NLI_TEMPLATES, |o| {
             Ok(Box::new(crate::uar::DynamicRetrieval::uar(&o.parse("uar")?)?))
         })
     },

@@ -31,7 +31,7 @@ use crate::ctx::{format_passages, Ctx};
 use crate::details::{self, sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate}};
 use crate::error::{ReasonError, Result};
 use crate::gate::{self, Estimate};
-use crate::strategy::{Answer, Strategy};
+use crate::strategy::{Answer, Strategy, SENTENCE_LOOP_NLI_TEMPLATES, SENTENCE_LOOP_TEMPLATES};
 use crate::uncertainty::Matrix;
 
 mod options;
@@ -145,6 +145,15 @@ impl Strategy for DynamicRetrieval {
         self.name
     }
 
+    /// Only a gate that compares samples by entailment asks the NLI judge.
+    fn templates(&self) -> &'static [&'static str] {
+        if self.judges_entailment() {
+            SENTENCE_LOOP_NLI_TEMPLATES
+        } else {
+            SENTENCE_LOOP_TEMPLATES
+        }
+    }
+
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         ctx.rec().set_extra(details::to_extra(&self.describe()));
         let nli = self.nli_for(ctx);
@@ -228,12 +237,13 @@ struct StepRecord {
 }
 
 impl DynamicRetrieval {
+    /// The gate compares sampled sentences by entailment (NLI similarity).
+    fn judges_entailment(&self) -> bool {
+        matches!(&self.gate, Gate::Uncertainty(g) if g.similarity == Similarity::Nli)
+    }
+
     fn nli_for(&self, ctx: &Ctx) -> Option<Arc<dyn Nli>> {
-        let Gate::Uncertainty(g) = &self.gate else { return None };
-        if g.similarity != Similarity::Nli {
-            return None;
-        }
-        Some(ctx.nli())
+        self.judges_entailment().then(|| ctx.nli())
     }
 
     /// Runs step `step` and returns the accepted sentence.

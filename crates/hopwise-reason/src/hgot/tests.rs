@@ -51,7 +51,7 @@ const INFER: &str = "Answers to the sub-questions:";
 /// The script of the main scenario: a two-step plan (2 depends on 1) under the question.
 fn scenario(prompt: &str, i: u32) -> String {
     let q = question_of(prompt);
-    if prompt.contains("Statement B:") {
+    if prompt.contains("Hypothesis:") {
         return "entail".into();
     }
     if prompt.contains(INFER) {

@@ -229,7 +229,7 @@ async fn all_empty_samples_count_as_maximal_uncertainty() {
 #[tokio::test]
 async fn nli_similarity_uses_the_judge() {
     // The samples share few words, but the judge says they all mean the same: no retrieval.
-    let llm = ScriptedLlm::new().on("Statement A:", "entail").on_fn(NEXT, |p, i| {
+    let llm = ScriptedLlm::new().on("Premise:", "entail").on_fn(NEXT, |p, i| {
         if first_step(p) {
             distinct_sentence(i)
         } else {
@@ -242,7 +242,7 @@ async fn nli_similarity_uses_the_judge() {
     assert_eq!(Some(measured(&trace, "1").2), Some(0.0));
     assert_eq!(trace.stats.retrieval_rounds, 0);
     assert_eq!(trace.stats.nli_calls, 20, "5 distinct samples, 20 ordered pairs; step 2 agrees textually");
-    let judge_calls = llm.calls().iter().filter(|c| c.contains("Statement A:")).count();
+    let judge_calls = llm.calls().iter().filter(|c| c.contains("Premise:")).count();
     assert_eq!(judge_calls, 20);
     assert_eq!(judge_events(&trace), 20, "every judgement is an llm_call event of the question");
     assert_eq!(trace.stats.llm_calls, llm.calls().len() as u64, "judge calls count as the question's calls");
@@ -262,7 +262,7 @@ async fn nli_judge_calls_are_stopped_by_max_llm_calls() {
     // Step 1 makes 2 calls (temporary sentence, samples), then asks the judge for 20 pairs; with 12
     // calls allowed only 10 judgements get through, the estimate falls back to Jaccard, and the
     // sub-query the fallback asks for is refused.
-    let llm = ScriptedLlm::new().on("Statement A:", "entail").on_fn(NEXT, |_, i| distinct_sentence(i));
+    let llm = ScriptedLlm::new().on("Premise:", "entail").on_fn(NEXT, |_, i| distinct_sentence(i));
     let s = build("uar", &options(serde_json::json!({ "uncertainty": "deg-nli" }))).expect("valid");
     let ctx = Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), Recorder::new("Q?", "uar"))
         .with_retriever(Some(Arc::new(RecordingRetriever::default())))
@@ -279,7 +279,7 @@ async fn nli_judge_calls_are_stopped_by_max_llm_calls() {
 async fn semantic_sets_count_classes_from_the_judge() {
     // Samples 0,1 mean the same, as do 2,3; sample 4 stands alone: three sets > θ = 2.
     let llm = ScriptedLlm::new()
-        .on_fn("Statement A:", |p, _| {
+        .on_fn("Premise:", |p, _| {
             let group = |s: &str| {
                 if s.contains("Alpha") || s.contains("Delta") {
                     0
@@ -289,8 +289,8 @@ async fn semantic_sets_count_classes_from_the_judge() {
                     2
                 }
             };
-            let a = p.split("Statement A:").nth(1).and_then(|r| r.lines().next()).unwrap_or("");
-            let b = p.split("Statement B:").nth(1).and_then(|r| r.lines().next()).unwrap_or("");
+            let a = p.split("Premise:").nth(1).and_then(|r| r.lines().next()).unwrap_or("");
+            let b = p.split("Hypothesis:").nth(1).and_then(|r| r.lines().next()).unwrap_or("");
             if group(a) == group(b) {
                 "entail".into()
             } else {
@@ -351,7 +351,7 @@ async fn eccentricity_with_nli_similarity_and_defaults() {
     let g = s.uncertainty_gate().expect("gate");
     assert_eq!((g.samples, g.threshold, g.similarity), (10, 2.0, Similarity::Jaccard));
     let llm =
-        ScriptedLlm::new().on("Statement A:", "contradict").on(SUBQUERY, "Who directed Film X?").on_fn(NEXT, |p, i| {
+        ScriptedLlm::new().on("Premise:", "contradict").on(SUBQUERY, "Who directed Film X?").on_fn(NEXT, |p, i| {
             if p.contains(PASSAGE) {
                 "So the answer is: Lyon.".into()
             } else {
