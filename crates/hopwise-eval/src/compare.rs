@@ -187,7 +187,8 @@ pub fn compare_runs(
     group_by: Option<GroupBy>,
 ) -> Result<Comparison, CompareError> {
     let pairs = pair_by_question(base, other);
-    let (only_base, only_other) = (base.len() - pairs.len(), other.len() - pairs.len());
+    // Saturating: a caller may pass a side with a question twice (`select` never does).
+    let (only_base, only_other) = (base.len().saturating_sub(pairs.len()), other.len().saturating_sub(pairs.len()));
     let mut groups: BTreeMap<String, Vec<(&ResultRecord, &ResultRecord)>> = BTreeMap::new();
     if let Some(by) = group_by {
         for pair in &pairs {
