@@ -222,11 +222,21 @@ fn progress(out: &mut String, model: &ModelReport) {
         })
         .filter(|(_, r)| r.planned.is_some())
         .collect();
-    let complete = rows.iter().filter(|(_, r)| r.planned.is_some_and(|p| r.done() >= p)).count();
+    let finished = |r: &RowView| r.planned.is_some_and(|p| r.done() >= p);
+    let complete = rows.iter().filter(|(_, r)| finished(r) && r.stale.is_none()).count();
+    let earlier = rows.iter().filter(|(_, r)| finished(r) && r.stale.is_some()).count();
+    let rerun = if earlier > 0 {
+        format!(
+            "; {earlier} more measure earlier prompts and count as left in full, since measuring this \
+             checkout's prompts takes a rerun"
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "{complete} of {} planned rows are complete. Job-hours left = the row's unanswered questions × its \
-         measured seconds per question; with several questions in flight the wall time is that divided by \
+        "{complete} of {} planned rows are complete{rerun}. Job-hours left = the row's unanswered questions × \
+         its measured seconds per question; with several questions in flight the wall time is that divided by \
          their number. Rows not started have no measurement yet.\n",
         rows.len()
     );
@@ -235,9 +245,8 @@ fn progress(out: &mut String, model: &ModelReport) {
     let (mut hours, mut unknown) = (0.0, 0usize);
     for (dataset, r) in &rows {
         let planned = r.planned.unwrap_or(0);
-        // An unfinished row with earlier prompts cannot be resumed: all its questions are left.
-        let restarts = r.done() < planned && r.stale.is_some();
-        let left = if restarts { planned } else { planned.saturating_sub(r.done()) };
+        // A row with earlier prompts cannot be resumed or kept: all its questions are left.
+        let left = if r.stale.is_some() { planned } else { planned.saturating_sub(r.done()) };
         let (seconds, left_hours) = match &r.cell {
             Some(c) => {
                 let h = left as f64 * c.seconds / 3600.0;
@@ -249,7 +258,11 @@ fn progress(out: &mut String, model: &ModelReport) {
                 (DASH.to_string(), DASH.to_string())
             }
         };
-        let restart = if restarts { " (earlier prompts: restarts)" } else { "" };
+        let restart = match (&r.stale, r.done() < planned) {
+            (None, _) => "",
+            (Some(_), true) => " (earlier prompts: restarts)",
+            (Some(_), false) => " (earlier prompts: rerun)",
+        };
         let _ = writeln!(out, "| {dataset} | {} | {}/{planned}{restart} | {seconds} | {left_hours} |", r.label, r.done());
     }
     let _ = writeln!(out, "| **total** | | | | {hours:.1} + {unknown} rows not started |\n");

@@ -220,6 +220,16 @@ mod tests {
         assert!(section.contains("*Earlier prompts*: `cot`"), "{section}");
         assert!(section.contains("| d | cot | 1/4 (earlier prompts: restarts) |"), "all 4 left: {section}");
         assert!(section.contains("| d | rtr | 2/4 |"), "{section}");
+
+        // Finished with earlier prompts: kept in the tables as measured, counted as a rerun in the plan.
+        let mut done_cot = found("cot", "cot", &[1.0, 1.0, 0.0, 0.0]);
+        done_cot.run = Some(fingerprint("cot", "0123456789abcdef"));
+        let rows = [rows[0].clone(), done_cot];
+        let models = build(&plan, &rows);
+        let section = crate::report::render::render_section(&models, &Default::default(), "report");
+        assert!(section.contains("| cot | – | 4/4 (earlier prompts) |"), "{section}");
+        assert!(section.contains("| d | cot | 4/4 (earlier prompts: rerun) |"), "{section}");
+        assert!(section.contains("0 of 2 planned rows are complete; 1 more measure earlier prompts"), "{section}");
     }
 
     #[test]
