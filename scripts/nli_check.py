@@ -32,8 +32,16 @@ def sentences(text):
 def build_pairs(path, skip, per_kind, seed):
     rng = random.Random(seed)
     kinds = {'entail': [], 'other_paragraph': [], 'swapped_subject': []}
+    examples = []
     with open(path, encoding='utf-8') as f:
-        examples = [json.loads(line) for line in f if line.strip()][skip:]
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                examples.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                print(f'nli_check: {path}:{number}: skipped ({e})', file=sys.stderr)
+    examples = examples[skip:]
     for example in examples:
         supporting = [p for p in example.get('paragraphs', []) if p.get('supporting')]
         if len(supporting) < 2:
@@ -54,7 +62,10 @@ def build_pairs(path, skip, per_kind, seed):
 def judge(chat, template, premise, hypothesis):
     prompt = template.replace('{premise}', premise).replace('{hypothesis}', hypothesis)
     env = dict(os.environ, HOPWISE_THREADS=os.environ.get('HOPWISE_THREADS', '1'))
-    out = subprocess.run([chat, 'qwen2.5-1.5b', prompt], capture_output=True, text=True, env=env, check=True).stdout
+    run = subprocess.run([chat, 'qwen2.5-1.5b', prompt], capture_output=True, text=True, env=env)
+    if run.returncode != 0:
+        sys.exit(f'nli_check: the chat example failed ({run.returncode}): {run.stderr.strip()[-500:]}')
+    out = run.stdout
     lines = out.splitlines()
     reply = next((lines[i + 1] for i, line in enumerate(lines[:-1]) if line.startswith('--- 0')), '')
     return reply.strip()
@@ -73,11 +84,17 @@ def main():
     ap.add_argument('--json', action='store_true', help='print one JSON line per judgement')
     args = ap.parse_args()
 
+    if not os.access(args.chat, os.X_OK):
+        sys.exit(f'nli_check: no chat example at {args.chat}; build it with '
+                 '`cargo build --release -p hopwise-llama --example chat` or pass --chat')
     templates = {}
     for spec in args.template:
         name, _, path = spec.partition('=')
-        with open(path, 'rb') as f:
-            templates[name] = tomllib.load(f)['nli_judge']['text']
+        try:
+            with open(path, 'rb') as f:
+                templates[name] = tomllib.load(f)['nli_judge']['text']
+        except (OSError, tomllib.TOMLDecodeError, KeyError) as e:
+            sys.exit(f'nli_check: {path}: no readable [nli_judge] template ({e})')
     kinds = build_pairs(args.data, args.skip, args.per_kind, args.seed)
     right = {(name, kind): 0 for name in templates for kind in kinds}
     said_entail = {name: 0 for name in templates}
