@@ -5,7 +5,8 @@
 # Each invocation that advances a row appends a line to the row's sessions.jsonl (dates, threads,
 # questions at once, machine), and at the end EVALUATION.md's results section is regenerated.
 #
-#   scripts/results.sh [--budget 4h] [--only REGEX] [--list] [--no-report] [--pack-traces | --unpack-traces]
+#   scripts/results.sh [--budget 4h] [--only REGEX] [--list] [--no-report]
+#                      [--pack-traces | --unpack-traces | --archive]
 #
 #   --budget D       stop starting questions after D (90m, 2h, 1h30m; default 4h)
 #   --only RE        run only rows whose "dataset/row" matches the extended regex RE
@@ -14,6 +15,9 @@
 #   --pack-traces    pack the traces/ of each selected complete row into traces.tar.xz (the same
 #                    traces give the same bytes), for rows whose traces an analysis reads
 #   --unpack-traces  unpack each selected row's traces.tar.xz into its traces/ and exit
+#   --archive        move each selected row that has results to results/archive/<model>/<dataset>/<row>/
+#                    (kept for the analyses that read it, left out of the tables) and exit; the next run
+#                    starts the row from its first question. For a row measured with earlier prompts.
 #
 # Datasets are named in plan.tsv (hotpotqa, 2wikimultihopqa, musique, ...). A name is read from
 # $HOPWISE_DATA/<name>.jsonl with its pooled corpus <name>_corpus.jsonl when that file exists (the
@@ -28,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-budget=4h only="" list=0 report=1 pack=0 unpack=0
+budget=4h only="" list=0 report=1 pack=0 unpack=0 archive=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget="$2"; shift 2 ;;
@@ -37,7 +41,8 @@ while [ $# -gt 0 ]; do
     --no-report) report=0; shift ;;
     --pack-traces) pack=1; shift ;;
     --unpack-traces) unpack=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --archive) archive=1; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "results.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +54,10 @@ export HOPWISE_THREADS="${HOPWISE_THREADS:-2}"
 concurrency="${HOPWISE_CONCURRENCY:-2}"
 home="${HOPWISE_HOME:-$HOME/.cache/hopwise}"
 bin="${HOPWISE_BIN:-$(command -v hopwise || true)}"
-if [ -z "$bin" ] && [ "$list" = 0 ] && [ "$unpack" = 0 ]; then
+if [ "$archive" = 1 ] && [ -z "$only" ]; then
+  echo "results.sh: --archive needs --only REGEX naming the rows to move" >&2; exit 2
+fi
+if [ -z "$bin" ] && [ "$list" = 0 ] && [ "$unpack" = 0 ] && [ "$archive" = 0 ]; then
   bin="${CARGO_TARGET_DIR:-$home/target}/debug/hopwise"
   [ -x "$bin" ] || cargo build -q -p hopwise --locked
 fi
@@ -140,6 +148,23 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
     fi
     continue
   fi
+  if [ "$archive" = 1 ]; then
+    [ -f "$out/results.jsonl" ] || continue
+    kept="results/archive/$model/$dataset/$row"
+    if [ -e "$kept" ]; then
+      echo "results.sh: $kept already exists; move or remove it before archiving $out again" >&2
+      exit 1
+    fi
+    mkdir -p "$(dirname "$kept")"
+    # git mv keeps the history of committed files; untracked ones (traces/, plots) move with the folder.
+    if git ls-files --error-unmatch "$out/results.jsonl" >/dev/null 2>&1; then
+      git mv "$out" "$kept"
+    else
+      mv "$out" "$kept"
+    fi
+    echo "results.sh: archived $out to $kept; commit the move" >&2
+    continue
+  fi
   if [ "$(done_rows "$out")" -ge "$limit" ]; then
     if [ "$pack" = 1 ]; then pack_traces "$out"; fi
     continue
@@ -173,6 +198,6 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
   if [ "$pack" = 1 ] && [ "$(done_rows "$out")" -ge "$limit" ]; then pack_traces "$out"; fi
 done < results/plan.tsv
 
-if [ "$list" = 0 ] && [ "$unpack" = 0 ] && [ "$report" = 1 ] && [ "$progressed" = 1 ]; then
+if [ "$list" = 0 ] && [ "$unpack" = 0 ] && [ "$archive" = 0 ] && [ "$report" = 1 ] && [ "$progressed" = 1 ]; then
   "$bin" report results --out EVALUATION.md || echo "results.sh: regenerating EVALUATION.md failed" >&2
 fi

@@ -244,7 +244,8 @@ fn the_committed_results_section_is_regenerated_from_results() {
 /// `scripts/results.sh` (the real script, in a scratch repository with its own plan) against the
 /// real binary and a scripted model server: a spent budget starts nothing; a row runs to its limit,
 /// records its session, and packs its traces; a row cut short resumes from its committed lines;
-/// repacking unchanged traces gives the same bytes; unpacking restores them.
+/// repacking unchanged traces gives the same bytes; unpacking restores them; an archived row leaves
+/// the tables whole and its next run starts afresh.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_results_script_runs_resumes_and_packs_traces_reproducibly() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -336,6 +337,26 @@ async fn the_results_script_runs_resumes_and_packs_traces_reproducibly() {
     std::fs::remove_dir_all(&traces).expect("remove traces");
     run(script(&["--unpack-traces", "--only", "^tiny/direct$"])).await;
     assert_eq!(walk(&traces), before);
+
+    // Archived, the row moves whole (traces included) under results/archive/, and the next run
+    // starts it from its first question.
+    let refused = script(&["--archive"]).output().expect("run script");
+    assert_eq!(refused.status.code(), Some(2), "--archive names its rows: {refused:?}");
+    run(script(&["--archive", "--only", "^tiny/direct$"])).await;
+    let archived = repo.join("results/archive/scripted/tiny/direct");
+    assert!(!row.exists(), "the row left the tables");
+    assert_eq!(walk(&archived.join("traces")), before);
+    assert_eq!(std::fs::read(archived.join("traces.tar.xz")).expect("archived pack"), again);
+    run(script(&["--budget", "10m", "--no-report", "--only", "^tiny/direct$"])).await;
+    let sessions = lines("sessions.jsonl");
+    assert_eq!(sessions.len(), 1, "a fresh row: {sessions:?}");
+    assert_eq!((sessions[0]["done_before"].as_u64(), sessions[0]["done_after"].as_u64()), (Some(0), Some(4)));
+    // A second archive of the same row would overwrite the first: refused, and nothing moves.
+    let clash = script(&["--archive", "--only", "^tiny/direct$"]).output().expect("run script");
+    assert!(!clash.status.success(), "{clash:?}");
+    assert!(String::from_utf8_lossy(&clash.stderr).contains("already exists"), "{clash:?}");
+    assert_eq!(lines("results.jsonl").len(), 4, "the row stays");
+    assert_eq!(walk(&archived.join("traces")), before, "the archive stays");
 }
 
 /// Every file under `dir`, sorted, with its bytes.

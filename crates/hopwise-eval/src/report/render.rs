@@ -131,8 +131,9 @@ fn stale_note(out: &mut String, t: &Table) {
     let _ = writeln!(
         out,
         "*Earlier prompts*: {} ran with prompt templates that differ from this checkout's, so the row measures \
-         those earlier prompts and `scripts/results.sh` cannot add to it; move the row's folder away to rerun \
-         it from the first question.\n",
+         those earlier prompts and `scripts/results.sh` cannot add to it; `scripts/results.sh --archive --only \
+         REGEX` moves a row under `results/archive/`, out of these tables, and its next run starts from the \
+         first question.\n",
         stale.join(", ")
     );
 }
@@ -227,8 +228,10 @@ fn progress(out: &mut String, model: &ModelReport) {
     let earlier = rows.iter().filter(|(_, r)| finished(r) && r.stale.is_some()).count();
     let rerun = if earlier > 0 {
         format!(
-            "; {earlier} more measure earlier prompts and count as left in full, since measuring this \
-             checkout's prompts takes a rerun"
+            "; {earlier} more {} earlier prompts and {} as left in full, since measuring this \
+             checkout's prompts takes a rerun",
+            if earlier == 1 { "measures" } else { "measure" },
+            if earlier == 1 { "counts" } else { "count" }
         )
     } else {
         String::new()

@@ -1,6 +1,8 @@
 //! Finds the computed rows: `results/<model>/<dataset>/<row>/` holding `results.jsonl`, with its
 //! `run.json` (the configuration fingerprint) and `sessions.jsonl` (one line per
 //! `scripts/results.sh` invocation that worked on the row: when, where, with how many threads).
+//! Rows under `results/archive/` are left out: they are kept in git for the analyses that read them
+//! (a row measured with earlier prompts, say), not shown in the tables.
 
 use std::path::{Path, PathBuf};
 
@@ -64,10 +66,14 @@ fn read_sessions(path: &Path) -> Vec<Session> {
         .unwrap_or_default()
 }
 
-/// Every row directory under `results_dir` (three levels down) that holds a `results.jsonl`.
+/// The folder under `results/` that `scripts/results.sh --archive` moves rows into, out of the tables.
+pub const ARCHIVE_DIR: &str = "archive";
+
+/// Every row directory under `results_dir` (three levels down) that holds a `results.jsonl`, except
+/// those under [`ARCHIVE_DIR`].
 pub fn scan(results_dir: &Path) -> Result<Vec<RowResults>> {
     let mut rows = Vec::new();
-    for model_dir in subdirs(results_dir)? {
+    for model_dir in subdirs(results_dir)?.into_iter().filter(|dir| name_of(dir) != ARCHIVE_DIR) {
         for dataset_dir in subdirs(&model_dir)? {
             for row_dir in subdirs(&dataset_dir)? {
                 let results = row_dir.join("results.jsonl");
@@ -95,4 +101,28 @@ pub fn scan(results_dir: &Path) -> Result<Vec<RowResults>> {
         }
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::scored_record;
+
+    fn write_row(dir: &Path) {
+        std::fs::create_dir_all(dir).expect("row folder");
+        let record = scored_record("d", "q1", "rtr", 1.0, 1.0);
+        let line = serde_json::to_string(&record).expect("a record serialises");
+        std::fs::write(dir.join("results.jsonl"), format!("{line}\n")).expect("results.jsonl");
+    }
+
+    #[test]
+    fn archived_rows_are_left_out_of_the_tables() {
+        let results = tempfile::tempdir().expect("temp dir");
+        write_row(&results.path().join("m/d/rtr"));
+        write_row(&results.path().join("archive/m/d/rtr"));
+        let rows = scan(results.path()).expect("scan");
+        let found: Vec<_> = rows.iter().map(|r| (r.model.as_str(), r.dataset.as_str(), r.label.as_str())).collect();
+        assert_eq!(found, [("m", "d", "rtr")]);
+        assert_eq!(rows[0].records.len(), 1);
+    }
 }

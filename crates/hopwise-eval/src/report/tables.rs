@@ -229,7 +229,10 @@ mod tests {
         let section = crate::report::render::render_section(&models, &Default::default(), "report");
         assert!(section.contains("| cot | – | 4/4 (earlier prompts) |"), "{section}");
         assert!(section.contains("| d | cot | 4/4 (earlier prompts: rerun) |"), "{section}");
-        assert!(section.contains("0 of 2 planned rows are complete; 1 more measure earlier prompts"), "{section}");
+        assert!(
+            section.contains("0 of 2 planned rows are complete; 1 more measures earlier prompts and counts"),
+            "{section}"
+        );
     }
 
     #[test]
