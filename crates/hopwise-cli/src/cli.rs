@@ -282,8 +282,19 @@ pub struct AskArgs {
     #[command(flatten)]
     pub retrieval: RetrievalFlags,
     /// Print the trace as JSON on stdout and nothing else.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "graph")]
     pub json: bool,
+    /// Print the executed graph for a drawing tool instead of the text view: nodes with their
+    /// answers and sources, and the edges (render with Mermaid or Graphviz, offline).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub graph: Option<GraphArg>,
+}
+
+/// `--graph` formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GraphArg {
+    Mermaid,
+    Dot,
 }
 
 /// How a question is answered, shared by `ask` and `serve` (for `serve`, the defaults of every request).
@@ -404,7 +415,11 @@ pub struct EvalArgs {
     /// Output directory; an existing one from the same configuration is resumed.
     #[arg(long)]
     pub out: PathBuf,
-    /// Questions per dataset.
+    /// Questions of each dataset passed over first (file order): `--skip 50 --limit 100` runs
+    /// questions 51 to 150 (EVALUATION.md's test range).
+    #[arg(long, default_value_t = 0)]
+    pub skip: usize,
+    /// Questions per dataset (after the skipped ones).
     #[arg(long)]
     pub limit: Option<usize>,
     /// Questions answered at once.

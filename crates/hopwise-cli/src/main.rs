@@ -1,16 +1,16 @@
 //! The `hopwise` command: a thin layer over the crates. Errors are reported once, here, with a
 //! non-zero exit status.
 
-mod backends;
 mod cli;
 mod commands;
 mod render;
-mod runtime;
 mod terminal;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use hopwise_runtime as runtime;
+use hopwise_runtime::backends;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

@@ -2,17 +2,7 @@
 
 use std::fmt::Write;
 
-use hopwise_core::{Decision, Trace};
-
-fn decision_label(d: Decision) -> &'static str {
-    match d {
-        Decision::Pending => "pending",
-        Decision::Known => "known",
-        Decision::Retrieved => "retrieved",
-        Decision::Decomposed => "decomposed",
-        Decision::Unresolved => "unresolved",
-    }
-}
+use hopwise_core::Trace;
 
 /// Renders `trace` for a terminal.
 pub fn render_trace(trace: &Trace) -> String {
@@ -82,7 +72,7 @@ fn render_node(trace: &Trace, id: &str, level: usize, out: &mut String) {
     }
     let answer = node.answer.as_deref().unwrap_or("-");
     let flag = if node.best_effort { " (best effort)" } else { "" };
-    let _ = writeln!(out, "{pad}      {} -> {answer}{flag}", decision_label(node.decision));
+    let _ = writeln!(out, "{pad}      {} -> {answer}{flag}", node.decision.name());
     if !node.passages.is_empty() {
         let titles: Vec<&str> =
             node.passages.iter().map(|p| if p.title.is_empty() { p.id.as_str() } else { p.title.as_str() }).collect();

@@ -18,8 +18,9 @@ fn hopwise() -> std::process::Command {
     cmd
 }
 
-fn shared_data(file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(file)
+/// A file of the repository's sample data (`data/sample`, with its sources and licenses).
+fn sample_data(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample").join(file)
 }
 
 async fn output(mut cmd: std::process::Command) -> Output {
@@ -30,18 +31,23 @@ fn build_index(dir: &Path) {
     let out = hopwise()
         .args(["index", "--json", "--index"])
         .arg(dir)
-        .arg(shared_data("hotpotqa_corpus.jsonl"))
+        .arg(sample_data("corpus.jsonl"))
         .output()
         .expect("run hopwise index");
     assert!(out.status.success(), "index failed: {}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("index report is JSON");
-    assert!(report["passages_total"].as_u64().unwrap_or(0) >= 6000, "{report}");
+    let paragraphs = std::fs::read_to_string(sample_data("corpus.jsonl")).expect("sample corpus").lines().count() as u64;
+    assert!(report["passages_total"].as_u64().unwrap_or(0) >= paragraphs, "one passage or more per paragraph: {report}");
 }
 
 const QUESTION: &str = "Which Canadian rock band released a song called \"Counterparts\" and had a drummer who was inducted into the Modern Drummer Hall of Fame?";
 
+/// The plan of [`QUESTION`]: which band, then whether its drummer is in the hall of fame.
+const PLAN: &str = r##"{"op":"answer","answer_type":"organisation","steps":[{"question":"Which band released the song Nobody's Hero on the album Counterparts?","answer_type":"organisation"},{"question":"Was the drummer of #1 inducted into the Modern Drummer Hall of Fame?","answer_type":"yes_no"}]}"##;
+
 fn toqd_model() -> ScriptedLlm {
     ScriptedLlm::new()
+        .on("Plan how to answer the question", PLAN)
         .on("Break the question below", "1. Which band released the song Nobody's Hero on the album Counterparts?\n2. Was the drummer of that band inducted into the Modern Drummer Hall of Fame?")
         .on("Review the candidates", "1. Which band released the song Nobody's Hero on the album Counterparts?\n2. Was the drummer of that band inducted into the Modern Drummer Hall of Fame?")
         .on("Describe which answers help", "1 -> 2\n2 -> Q")
@@ -49,10 +55,11 @@ fn toqd_model() -> ScriptedLlm {
         .on("from your own knowledge", "NO!")
         // Answer from context only if the retrieved passages hold the evidence.
         .on_fn("Using the passages, answer", |prompt, _| {
-            // The supporting paragraph ("Nobody's Hero") quotes the album title; the question does not.
-            if prompt.contains("album \"Counterparts\"") && prompt.contains("Rush") && !prompt.contains("Was the drummer") {
+            // Each step is answered only when the passages it was shown hold its evidence.
+            let asked = prompt.rsplit("Question:").next().unwrap_or_default();
+            if asked.contains("Which band released") && prompt.contains("Rush") {
                 "Rush".into()
-            } else if prompt.contains("Neil Peart:") && prompt.contains("Modern Drummer") {
+            } else if asked.contains("Was the drummer") && prompt.contains("Neil Peart:") && prompt.contains("Modern Drummer") {
                 "yes".into()
             } else {
                 "NO!".into()
@@ -69,7 +76,9 @@ async fn toqd_answers_a_hotpotqa_question_over_http_and_bm25() {
 
     let server = MockOpenAiServer::start(Arc::new(toqd_model())).await.expect("mock server");
     let mut cmd = hopwise();
-    cmd.args(["ask", QUESTION, "--json", "--base-url", &server.base_url(), "--model", "scripted", "--index"])
+    // The graph path: a sure reading of the question would answer it before any node runs.
+    cmd.args(["ask", QUESTION, "--json", "--base-url", &server.base_url(), "--model", "scripted"])
+        .args(["--opt", "answer_first=false", "--index"])
         .arg(&index);
     let out = output(cmd).await;
     assert!(out.status.success(), "ask failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -82,11 +91,12 @@ async fn toqd_answers_a_hotpotqa_question_over_http_and_bm25() {
     assert_eq!(n1.decision, Decision::Retrieved, "node 1: {}", serde_json::to_string(&trace).unwrap_or_default());
     let titles = |n: &hopwise_core::NodeTrace| n.passages.iter().map(|p| p.title.clone()).collect::<Vec<_>>();
     assert_eq!(n2.decision, Decision::Retrieved, "node 2 evidence: {:?}, rewritten {:?}", titles(n2), n2.rewritten);
-    assert!(n2.rewritten.is_some());
-    // The real index found the supporting paragraphs.
+    assert_eq!(n2.answer.as_deref(), Some("yes"));
+    assert!(n2.rewritten.as_deref().is_some_and(|q| q.contains("Rush")), "node 1's answer fills #1: {:?}", n2.rewritten);
+    // The real index found the supporting paragraphs: with the question, or with node 2's own search.
     let evidence: Vec<&str> = trace.evidence().iter().map(|p| p.title.as_str()).collect();
     assert!(evidence.contains(&"Neil Peart"), "evidence: {evidence:?}");
-    assert_eq!(trace.stats.retrieval_rounds, 2);
+    assert!((1..=2).contains(&trace.stats.retrieval_rounds), "{}", trace.stats.retrieval_rounds);
     assert_eq!(trace.stats.llm_calls as usize, server.request_count());
     assert!(trace.stats.prompt_tokens > 0, "usage comes back over HTTP");
 }
@@ -98,7 +108,7 @@ async fn readable_output_shows_the_graph() {
     build_index(&index);
     let server = MockOpenAiServer::start(Arc::new(toqd_model())).await.expect("mock server");
     let mut cmd = hopwise();
-    cmd.args(["ask", QUESTION, "--base-url", &server.base_url(), "--index"]).arg(&index);
+    cmd.args(["ask", QUESTION, "--base-url", &server.base_url(), "--opt", "answer_first=false", "--index"]).arg(&index);
     let out = output(cmd).await;
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
@@ -106,6 +116,18 @@ async fn readable_output_shows_the_graph() {
     assert!(text.contains("retrieved -> yes"), "{text}");
     assert!(text.contains("evidence: "), "{text}");
     assert!(text.contains("Q  <- 2"), "{text}");
+
+    // The same graph for a drawing tool.
+    for (format, head, edge) in [("mermaid", "flowchart TD", "n2 --> nQ"), ("dot", "digraph hopwise {", "\"2\" -> \"Q\";")] {
+        let mut cmd = hopwise();
+        cmd.args(["ask", QUESTION, "--graph", format, "--base-url", &server.base_url(), "--opt", "answer_first=false"])
+            .arg("--index")
+            .arg(&index);
+        let out = output(cmd).await;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.starts_with(head) && text.contains(edge) && text.contains("Rush"), "{text}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

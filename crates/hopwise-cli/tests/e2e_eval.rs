@@ -18,8 +18,9 @@ fn hopwise(home: &Path) -> std::process::Command {
     cmd
 }
 
-fn shared_data(file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(file)
+/// A file of the repository's sample data (`data/sample`, with its sources and licenses).
+fn sample_data(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample").join(file)
 }
 
 async fn output(mut cmd: std::process::Command) -> Output {
@@ -49,9 +50,9 @@ fn eval_cmd_with_model(
     let mut cmd = hopwise(home);
     cmd.args(["eval", "--json", "--limit", "6", "--model", model, "--base-url", server, "--strategy", strategies])
         .arg("--dataset")
-        .arg(shared_data("hotpotqa.jsonl"))
+        .arg(sample_data("hotpotqa.jsonl"))
         .arg("--dataset")
-        .arg(shared_data("2wikimultihopqa.jsonl"))
+        .arg(sample_data("2wikimultihopqa.jsonl"))
         .arg("--index")
         .arg(index)
         .arg("--out")
@@ -74,7 +75,7 @@ async fn eval_writes_consistent_results_resumes_and_refuses_bad_input() {
     let built = hopwise(&home)
         .args(["index", "--json", "--index"])
         .arg(&index)
-        .arg(shared_data("hotpotqa_corpus.jsonl"))
+        .arg(sample_data("corpus.jsonl"))
         .output()
         .expect("run hopwise index");
     assert!(built.status.success(), "index: {}", String::from_utf8_lossy(&built.stderr));

@@ -54,7 +54,7 @@ fn toqd_through_a_real_llama_cpp_server() {
     assert_eq!(calls.len() as u64, trace.stats.llm_calls);
     assert!(trace.stats.llm_calls >= 3, "plan, answer and at least one node: {}", trace.stats.llm_calls);
     assert!(
-        calls.iter().any(|e| matches!(&e.kind, EventKind::LlmCall { purpose, .. } if purpose == "decompose")),
+        calls.iter().any(|e| matches!(&e.kind, EventKind::LlmCall { purpose, .. } if purpose == "plan")),
         "ToQD planned through the server"
     );
     // Token usage comes from the server's `usage` field.

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 const QUESTION: &str = "Which Canadian rock band released Counterparts and had a Hall of Fame drummer?";
 
-/// HGOT with one-step plans, so its STOP test compares embeddings.
+/// The paper's HGOT (it always plans) with one-step plans, so its STOP test compares embeddings.
 fn model() -> ScriptedLlm {
     ScriptedLlm::new()
         .on("Write a short passage", "Counterparts is an album by the Canadian rock band Rush.")
@@ -29,8 +29,8 @@ fn model() -> ScriptedLlm {
 fn write_config(dir: &Path, index: &Path) -> std::path::PathBuf {
     let config = dir.join("hopwise.toml");
     let text = format!(
-        "index = {index:?}\nstrategy = \"hgot\"\nquery_rewrite = \"hyde\"\ndedup = true\nk = 2\n\n\
-         [strategies.hgot]\nsamples = 2\nmax_depth = 1\nself_reflect = false\nformalize = false\nstop_cosine = 0.99\n"
+        "index = {index:?}\nstrategy = \"hgot-paper\"\nquery_rewrite = \"hyde\"\ndedup = true\nk = 2\n\n\
+         [strategies.hgot-paper]\nsamples = 2\nmax_depth = 1\nself_reflect = false\nformalize = false\nstop_cosine = 0.99\n"
     );
     std::fs::write(&config, text).expect("write config");
     config

@@ -134,7 +134,7 @@ async fn serve_answers_over_http_and_stops_cleanly_on_sigterm() {
         .post(format!("{base}/v1/ask"))
         .bearer_auth(TOKEN)
         // The paper's flow (closed-book gate first, each node searching on its own).
-        .json(&json!({"question": QUESTION, "strategy": "toqd", "options": {"self_verify": true, "evidence": "node"}}))
+        .json(&json!({"question": QUESTION, "strategy": "toqd-paper", "options": {"critique": false}}))
         .send()
         .await
         .expect("ask");

@@ -150,7 +150,7 @@ pub struct Config {
     /// Passages per retrieval round.
     pub k: usize,
     pub budget: Budget,
-    /// Per-strategy options: `[strategies.toqd] critique = false`.
+    /// Per-strategy options: `[strategies.toqd] max_steps = 3`.
     pub strategies: BTreeMap<String, StrategyOptions>,
     /// Prompt template overrides: `[prompts] toqd_decompose = "..."`.
     pub prompts: BTreeMap<String, String>,
@@ -821,7 +821,7 @@ mod tests {
             api_key_env = "MY_KEY"
             [budget]
             r_max = 2
-            [strategies.toqd]
+            [strategies.toqd-paper]
             critique = false
             [prompts]
             toqd_self_verify = "Q: {question}"
@@ -830,7 +830,7 @@ mod tests {
         .expect("valid");
         assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "qwen"));
         assert_eq!(c.budget.r_max, 2);
-        assert_eq!(c.strategy_options("toqd").0.get("critique"), Some(&serde_json::Value::Bool(false)));
+        assert_eq!(c.strategy_options("toqd-paper").0.get("critique"), Some(&serde_json::Value::Bool(false)));
         assert_eq!(c.query_rewrite, None);
         assert!(c.prompts().expect("prompts").template("toqd_self_verify") == Some("Q: {question}"));
         c.apply(&Overrides { model: Some("other".into()), k: Some(7), ..Default::default() }).expect("apply");

@@ -20,15 +20,10 @@ target ::= node | "Q"
 node ::= [1-9] [0-9]?
 "#;
 
-/// What kind of thing an answer names: `person`, `place` or `other` (the `answer_kind` protocol).
-pub const ANSWER_KIND: &str = r#"root ::= "person" | "place" | "other"
-"#;
-
 /// [`EDGES`] restricted to the ids of an `n`-question list: only `1`..`n` and `Q` can be written.
 ///
-/// With the generic grammar the 0.5B model often names sub-questions that do not exist (on 50 HotpotQA
-/// questions, 150 edges had to be dropped for an unknown id; see BENCHMARKS.md), so the list's size is
-/// built into the grammar. Larger numbers are listed first: alternatives are tried in order, and `1`
+/// With the generic grammar small models name sub-questions that do not exist, whose edges the parser
+/// then has to drop, so the list's size is built into the grammar. Larger numbers are listed first: alternatives are tried in order, and `1`
 /// must not win over `10` (the following `" -> "` would then fail to match).
 pub fn edges_for(n: usize) -> String {
     if n == 0 {

@@ -6,9 +6,11 @@
 
 pub mod error;
 pub mod grammars;
+pub mod graph_text;
 pub mod home;
 pub mod llm;
 pub mod nli;
+pub mod progress;
 pub mod prompts;
 pub mod retrieval;
 pub mod scripted;

@@ -50,6 +50,10 @@ pub struct GenParams {
     /// A GBNF grammar constraining the output, where the backend supports it.
     /// Backends that cannot honour it ignore it and report `grammar_used = false`.
     pub grammar: Option<String>,
+    /// The output's JSON Schema, for servers that constrain output with a response format (the
+    /// same structure as `grammar`, which backends taking GBNF use instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<serde_json::Value>,
     /// Ask for per-token log-probabilities where the backend offers them.
     pub logprobs: bool,
     /// Prompt-lookup decoding (drafts copied from the prompt, verified in one batched step) where the
@@ -69,6 +73,7 @@ impl Default for GenParams {
             seed: None,
             n: 1,
             grammar: None,
+            response_schema: None,
             logprobs: false,
             prompt_lookup: None,
         }

@@ -41,10 +41,14 @@ pub enum Protocol {
     Query,
     /// `entail`, `contradict` or `neutral`.
     NliLabel,
-    /// `person`, `place` or `other`: what kind of thing an answer names.
-    AnswerKind,
+    /// The question's structure as one JSON object (steps with answer types, dependencies as `#k`,
+    /// the final operation).
+    TypedPlan,
     /// Self-Ask's `Follow up: …` or a final answer.
     SelfAskStep,
+    /// A search agent's turn: optional `<think>…</think>`, then `<search>query</search>` or
+    /// `<answer>…</answer>`.
+    AgentTurn,
     /// Free text (a system message, a rewritten question, a passage).
     Text,
 }
@@ -211,7 +215,7 @@ mod tests {
     fn builtin_templates_load_and_render() {
         let p = Prompts::default();
         assert!(p.names().count() > 5);
-        let s = p.render("toqd_self_verify", &[("question", "Who wrote Dune?")]).expect("render");
+        let s = p.render("toqd_self_verify", &[("question", "Who wrote Dune?"), ("answer_format", "Be brief.")]).expect("render");
         assert!(s.contains("Who wrote Dune?"));
         assert!(s.contains("NO!"));
     }
@@ -233,7 +237,8 @@ mod tests {
         let mut o = BTreeMap::new();
         o.insert("toqd_self_verify".to_string(), "Q: {question} {{literal}}".to_string());
         let p = Prompts::default().with_overrides(&o).expect("valid override");
-        assert_eq!(p.render("toqd_self_verify", &[("question", "x")]).expect("render"), "Q: x {literal}");
+        let rendered = p.render("toqd_self_verify", &[("question", "x"), ("answer_format", "y")]).expect("render");
+        assert_eq!(rendered, "Q: x {literal}");
 
         o.insert("toqd_self_verify".to_string(), "Q: {nope}".to_string());
         assert!(Prompts::default().with_overrides(&o).is_err());

@@ -1,6 +1,34 @@
 //! Text utilities shared by strategies and metrics.
 
 /// Number of whitespace-separated words (the papers' "input/output words").
+/// Shortest piece of a secret that is still hidden when a message was cut through the secret.
+pub const MIN_SECRET_PIECE: usize = 8;
+
+/// `text` with every configured secret replaced by `<redacted>`: whole occurrences, and any piece of
+/// at least [`MIN_SECRET_PIECE`] characters from the start or the end of a secret (what survives when
+/// a message was cut through it). Every error path that may echo a secret goes through this.
+pub fn redact_secrets(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        out = out.replace(secret, "<redacted>");
+        let bounds: Vec<usize> = secret.char_indices().map(|(i, _)| i).skip(1).collect();
+        // Longest pieces first, so a shorter piece never splits a longer one.
+        let mut pieces: Vec<&str> = Vec::new();
+        for &at in &bounds {
+            pieces.push(&secret[..at]);
+            pieces.push(&secret[at..]);
+        }
+        pieces.retain(|p| p.chars().count() >= MIN_SECRET_PIECE);
+        pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        for piece in pieces {
+            if out.contains(piece) {
+                out = out.replace(piece, "<redacted>");
+            }
+        }
+    }
+    out
+}
+
 pub fn word_count(s: &str) -> u64 {
     s.split_whitespace().count() as u64
 }
@@ -131,6 +159,21 @@ pub fn truncate_words(s: &str, max_words: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_redacted_whole_and_where_a_cut_left_a_piece() {
+        let key = "sk-proj-0123456789abcdefghijklmnopqrstuvwxyz";
+        assert_eq!(redact_secrets(&format!("bad key {key} given"), &[key]), "bad key <redacted> given");
+        // A snippet cut through the key keeps its start; a message may also start inside it.
+        let cut = format!("HTTP 401: invalid key {}…", &key[..30]);
+        let shown = redact_secrets(&cut, &[key]);
+        assert_eq!(shown, "HTTP 401: invalid key <redacted>…");
+        assert_eq!(redact_secrets(&format!("{} was refused", &key[20..]), &[key]), "<redacted> was refused");
+        // A piece shorter than the minimum is ordinary text.
+        assert_eq!(redact_secrets("sk-proj ok", &[key]), "sk-proj ok");
+        assert_eq!(redact_secrets("nothing", &[]), "nothing");
+        assert_eq!(redact_secrets("nothing", &["  "]), "nothing");
+    }
 
     #[test]
     fn normalizes_like_squad() {

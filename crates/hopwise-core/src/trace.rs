@@ -37,6 +37,19 @@ pub enum Decision {
     Unresolved,
 }
 
+impl Decision {
+    /// The decision's name as the trace writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Pending => "pending",
+            Decision::Known => "known",
+            Decision::Retrieved => "retrieved",
+            Decision::Decomposed => "decomposed",
+            Decision::Unresolved => "unresolved",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NodeTrace {
@@ -274,6 +287,15 @@ pub fn supporting_passages(trace: &Trace) -> Vec<String> {
 }
 
 impl Trace {
+    /// The first backend failure recorded (a model call's or a search's error message): why a
+    /// question without an answer has none.
+    pub fn first_backend_failure(&self) -> Option<&str> {
+        self.events.iter().find_map(|e| match &e.kind {
+            EventKind::LlmCall { error: Some(m), .. } | EventKind::Retrieval { error: Some(m), .. } => Some(m.as_str()),
+            _ => None,
+        })
+    }
+
     /// The purpose of every model call, in the order made ("decompose", "summary", ...).
     pub fn call_purposes(&self) -> Vec<String> {
         self.events

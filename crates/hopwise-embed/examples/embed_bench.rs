@@ -3,7 +3,7 @@
 //! hits them alike.
 //!
 //! cargo run --release -p hopwise-embed --example embed_bench -- [--candidates int8,f32]
-//!     [--threads 1,2] [--rounds 3] [--n128 256] [--data ../shared/data]
+//!     [--threads 1,2] [--rounds 3] [--n128 256] [--data DIR, default $HOPWISE_DATA]
 //!
 //! Workloads: `128-token` = HotpotQA passages of at least 128 tokens cut to exactly 128;
 //! `mhr-evidence` = the MultiHop-RAG evidence sentences as the dense index embeds them
@@ -72,7 +72,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads: Vec<usize> = list(&arg(&args, "--threads").unwrap_or_else(|| "1,2".into()))?;
     let rounds: usize = arg(&args, "--rounds").map(|s| s.parse()).transpose()?.unwrap_or(3);
     let n128: usize = arg(&args, "--n128").map(|s| s.parse()).transpose()?.unwrap_or(256);
-    let data = PathBuf::from(arg(&args, "--data").unwrap_or_else(|| "../shared/data".into()));
+    let data = arg(&args, "--data")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOPWISE_DATA").map(PathBuf::from))
+        .ok_or("the evaluation data folder: pass --data DIR or set HOPWISE_DATA")?;
 
     let home = std::env::var_os("HOPWISE_HOME")
         .map(PathBuf::from)

@@ -1,7 +1,7 @@
 //! The few numeric kernels a BERT encoder needs, on plain `f32` slices.
 //!
-//! Matrix products go through `matrixmultiply` (runtime-dispatched AVX2/FMA kernels, no C build);
-//! it measured faster than `gemm` on this machine's shapes (see BENCHMARKS.md).
+//! Matrix products go through `matrixmultiply` (runtime-dispatched AVX2/FMA kernels, no C build),
+//! which suits the encoder's small, tall-and-thin shapes.
 
 /// Calls the `#[inline(always)]` function `body` through a copy compiled for AVX-512 or AVX2 when
 /// the CPU has them (picked at run time; the crate is built for baseline x86-64), so its element-wise

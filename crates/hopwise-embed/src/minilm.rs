@@ -26,9 +26,8 @@ pub const MINILM_MAX_TOKENS: usize = 256;
 /// Arithmetic of the encoder's matrix products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
-    /// Weights and activations in int8 blocks of 32 (AVX-512 VNNI or AVX2 kernels): faster per
-    /// query on both, about 2x f32's batch throughput with VNNI (BENCHMARKS.md); cosine ≥ 0.999
-    /// against the f32 model.
+    /// Weights and activations in int8 blocks of 32 (AVX-512 VNNI or AVX2 kernels): faster than f32
+    /// and close to its vectors (a test bounds the cosine to the f32 model).
     #[default]
     Int8,
     /// The reference arithmetic.

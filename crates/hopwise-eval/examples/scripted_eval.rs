@@ -38,7 +38,11 @@ fn scripted_model() -> ScriptedLlm {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let data = PathBuf::from(args.get(1).map_or("../shared/data", String::as_str));
+    let data = args
+        .get(1)
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOPWISE_DATA").map(PathBuf::from))
+        .ok_or("the evaluation data folder: pass it as the first argument or set HOPWISE_DATA")?;
     let limit: usize = args.get(2).map_or(Ok(50), |s| s.parse())?;
     let out = PathBuf::from(args.get(3).map_or("/tmp/hopwise-scripted-eval", String::as_str));
     let concurrency: usize = args.get(4).map_or(Ok(8), |s| s.parse())?;

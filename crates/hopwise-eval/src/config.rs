@@ -22,7 +22,10 @@ pub struct EvalConfig {
     pub strategies: Vec<String>,
     /// Options per strategy name (missing: defaults).
     pub strategy_options: BTreeMap<String, StrategyOptions>,
-    /// First N examples of each dataset (file order).
+    /// Examples of each dataset passed over before any is run (file order): `skip = 50` with
+    /// `limit = 100` runs examples 51 to 150. Recorded in the fingerprint when not zero.
+    pub skip: usize,
+    /// Most examples of each dataset run, after the skipped ones.
     pub limit: Option<usize>,
     /// Example × strategy jobs in flight at once.
     pub concurrency: usize,
@@ -54,6 +57,7 @@ impl EvalConfig {
             datasets,
             strategies,
             strategy_options: BTreeMap::new(),
+            skip: 0,
             limit: None,
             concurrency: 4,
             out_dir,
@@ -73,6 +77,16 @@ impl EvalConfig {
         self.strategy_options.get(strategy).cloned().unwrap_or_default()
     }
 
+    /// The settings, plus the skipped examples when there are any: a run over another range of a
+    /// dataset is another run (a run with no skip keeps the fingerprint it always had).
+    fn settings_with_range(&self) -> BTreeMap<String, Value> {
+        let mut settings = self.settings.clone();
+        if self.skip > 0 {
+            settings.insert("skip".into(), self.skip.into());
+        }
+        settings
+    }
+
     /// The fingerprint of this run. Fails for an unknown strategy or invalid options.
     pub fn fingerprint(&self) -> Result<RunFingerprint> {
         let mut strategy_prompts = BTreeMap::new();
@@ -84,7 +98,7 @@ impl EvalConfig {
             model: self.model.clone(),
             retriever: self.retriever.clone(),
             k: self.k,
-            settings: self.settings.clone(),
+            settings: self.settings_with_range(),
             strategy_options: self.strategies.iter().map(|s| (s.clone(), self.options_for(s))).collect(),
             strategy_prompts,
         })

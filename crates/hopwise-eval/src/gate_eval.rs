@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use hopwise_core::{Llm, Prompts, Recorder};
 use hopwise_reason::gate;
-use hopwise_reason::toqd::read_node_answer;
 use hopwise_reason::uar::{UarOptions, UncertaintyGate};
 use hopwise_reason::uncertainty::{jaccard_matrix, Estimator};
 use hopwise_reason::Ctx;
@@ -200,6 +199,14 @@ fn question_item(record: &serde_json::Value) -> Option<GateItem> {
     }
 }
 
+/// The answer a closed-book reply gives: `None` for `NO!` (or a hedge meaning it) or nothing.
+fn read_node_answer(_question: &str, reply: &str) -> Option<String> {
+    if hopwise_reason::protocol::is_unanswered(reply) {
+        return None;
+    }
+    Some(hopwise_reason::protocol::answer::short_answer(reply)).filter(|a| !a.is_empty())
+}
+
 /// Asks one item closed-book: a greedy best guess, a greedy `NO!`-protocol reply, and `samples`
 /// sampled best guesses (one request).
 pub async fn judge(
@@ -216,11 +223,12 @@ pub async fn judge(
     )?;
     let mut params = ctx.params().clone();
     params.max_tokens = 64;
-    let guess_prompt = ctx.render("toqd_closed_book", &[("question", &item.question)])?;
+    let format = ctx.render("toqd_format_short", &[])?;
+    let guess_prompt = ctx.render("toqd_recall", &[("question", &item.question), ("answer_format", &format)])?;
     let greedy =
         ctx.chat("closed_book", Some("1"), guess_prompt.clone(), params.clone()).await?.text().trim().to_string();
     let greedy = read_node_answer(&item.question, &greedy).unwrap_or_default();
-    let verify_prompt = ctx.render("toqd_self_verify", &[("question", &item.question)])?;
+    let verify_prompt = ctx.render("toqd_self_verify", &[("question", &item.question), ("answer_format", &format)])?;
     let self_verify = ctx.chat("self_verify", Some("1"), verify_prompt, params).await?.text().trim().to_string();
     let verified = read_node_answer(&item.question, &self_verify);
     let samples =

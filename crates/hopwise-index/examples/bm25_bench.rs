@@ -1,8 +1,7 @@
-//! BM25 indexing and query speed over the pooled shared corpora.
+//! BM25 indexing and query speed over the pooled evaluation corpora.
 //!
-//! Indexes every `*_corpus.jsonl` in the data folder (`HOPWISE_DATA_DIR`, default `../shared/data`
-//! from the workspace root) into a temporary directory, then runs a top-5 query for every question of
-//! hotpotqa, 2wikimultihopqa and musique on one thread: one untimed warm-up pass, then `ROUNDS`
+//! Indexes every `*_corpus.jsonl` in the data folder (`HOPWISE_DATA`) into a temporary directory,
+//! then runs a top-5 query for every question of hotpotqa, 2wikimultihopqa and musique on one thread: one untimed warm-up pass, then `ROUNDS`
 //! timed passes. Prints indexing passages/s, query latency p50/p99 and queries/s, the ratio against
 //! tantivy's own query path (`search_reference`) in interleaved passes, plus recall@5 of
 //! supporting-paragraph titles as a sanity check that the queries retrieve something sensible.
@@ -26,7 +25,8 @@ struct Question {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let title_boost = parse_title_boost()?;
-    let data = data_dir().canonicalize()?;
+    let data = std::env::var_os("HOPWISE_DATA").map(PathBuf::from).ok_or("set HOPWISE_DATA to the evaluation data folder")?;
+    let data = data.canonicalize()?;
     let mut corpora: Vec<PathBuf> = std::fs::read_dir(&data)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with("_corpus.jsonl")))
@@ -159,11 +159,6 @@ fn parse_title_boost() -> Result<f32, Box<dyn std::error::Error>> {
     }
 }
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("HOPWISE_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
-}
 
 fn load_questions(data: &Path) -> Result<Vec<Question>, Box<dyn std::error::Error>> {
     let mut questions = Vec::new();

@@ -4,11 +4,11 @@
 # of queries per CPU-second (the issue's target is >= 5x bm25s's single-thread rate), and the median
 # ratio is reported. CPU-seconds and interleaving keep the figure honest on a shared, noisy machine.
 #
-#   crates/hopwise-index/examples/bm25_vs_bm25s.sh [DATA_DIR]      # default ../shared/data
+#   crates/hopwise-index/examples/bm25_vs_bm25s.sh [DATA_DIR]      # default $HOPWISE_DATA
 # Needs a Python with bm25s and PyStemmer: BM25S_PYTHON (default: a venv it creates in /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-data="$(realpath "${1:-../shared/data}")"
+data="$(realpath "${1:-${HOPWISE_DATA:?pass DATA_DIR or set HOPWISE_DATA}}")"
 pairs="${PAIRS:-5}"
 python="${BM25S_PYTHON:-/tmp/bm25s-venv/bin/python}"
 if ! "$python" -c "import bm25s, Stemmer" 2>/dev/null; then

@@ -7,7 +7,7 @@ PyStemmer). Run both in one go:
 
     python3 -m venv /tmp/bm25s-venv && /tmp/bm25s-venv/bin/pip install bm25s PyStemmer
     cargo run --release -p hopwise-index --example bm25_bench && \
-        /tmp/bm25s-venv/bin/python crates/hopwise-index/examples/bm25s_compare.py ../shared/data
+        /tmp/bm25s-venv/bin/python crates/hopwise-index/examples/bm25s_compare.py "$HOPWISE_DATA"
 """
 
 import glob
@@ -25,7 +25,9 @@ QA_FILES = ["hotpotqa", "2wikimultihopqa", "musique"]
 
 
 def main():
-    data = sys.argv[1] if len(sys.argv) > 1 else "../shared/data"
+    if len(sys.argv) < 2:
+        sys.exit("usage: bm25s_compare.py DATA_DIR (the evaluation data folder)")
+    data = sys.argv[1]
     corpus = []
     for path in sorted(glob.glob(os.path.join(data, "*_corpus.jsonl"))):
         with open(path, encoding="utf-8") as f:

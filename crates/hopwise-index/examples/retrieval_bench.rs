@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p hopwise-index --example retrieval_bench -- \
-//!     [--data ../shared/data] [--datasets hotpotqa,2wikimultihopqa,musique] [--root /tmp/hw-retrieval] \
+//!     [--data DIR, default $HOPWISE_DATA] [--datasets hotpotqa,2wikimultihopqa,musique] [--root /tmp/hw-retrieval] \
 //!     [--questions N] [--threads T] [--precision int8|f32]
 //! ```
 //! Indexes persist under `--root/<dataset>/`, so a second run embeds nothing (dense builds are
@@ -32,7 +32,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
-        data: PathBuf::from("../shared/data"),
+        data: std::env::var_os("HOPWISE_DATA").map(PathBuf::from).unwrap_or_default(),
         datasets: vec!["hotpotqa".into(), "2wikimultihopqa".into(), "musique".into()],
         root: std::env::temp_dir().join("hw-retrieval"),
         questions: usize::MAX,
@@ -54,6 +54,9 @@ fn parse_args() -> Result<Args, String> {
             }
             other => return Err(format!("unknown argument {other}")),
         }
+    }
+    if args.data.as_os_str().is_empty() {
+        return Err("the evaluation data folder: pass --data DIR or set HOPWISE_DATA".into());
     }
     Ok(args)
 }

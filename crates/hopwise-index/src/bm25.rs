@@ -16,8 +16,8 @@ use crate::layout::{self, analyzer, corrupt, Fields, IndexMeta};
 use crate::score::{self, ScratchPool, WeightedField};
 
 /// Weight of a query term found in the title relative to one found in the text. The title is its
-/// own (short, so strongly length-normalised) field, so a title match already scores well; on the
-/// shared QA data any boost above 1 lowered top-5 supporting-paragraph recall (BENCHMARKS.md).
+/// own (short, so strongly length-normalised) field, so a title match already scores well without
+/// a boost; a boost lets a title word drown the rest of the query.
 pub const DEFAULT_TITLE_BOOST: f32 = 1.0;
 
 /// Distinct query terms beyond this many are ignored, so a pasted document cannot build a huge query.
@@ -214,8 +214,8 @@ impl Retriever for Bm25Retriever {
         "bm25"
     }
 
-    /// Searches on the calling task: a BM25 query over a local index takes well under a
-    /// millisecond (BENCHMARKS.md), less than handing it to a blocking thread would cost.
+    /// Searches on the calling task: a BM25 query over a local, memory-mapped index is short
+    /// enough that handing it to a blocking thread would cost more than it saves.
     async fn retrieve(&self, query: &str, k: usize) -> hopwise_core::Result<Vec<Passage>> {
         Ok(self.search(query, k)?)
     }

@@ -124,6 +124,10 @@ impl CorpusReader {
             })?;
             if meta.is_dir() {
                 collect_folder(input, &mut files, &mut pending);
+            } else if !meta.is_file() {
+                // A device or a pipe never ends (or never starts): reading one would exhaust memory
+                // or hang.
+                return Err(IndexError::NotARegularFile { path: input.clone() });
             } else {
                 let format = if has_extension(input, &["jsonl", "ndjson"]) { Format::Jsonl } else { Format::Text };
                 files.push(CorpusFile { path: input.clone(), format, size: meta.len() });

@@ -9,6 +9,9 @@ pub enum IndexError {
     #[error("{}: no such file or directory", path.display())]
     InputNotFound { path: PathBuf },
 
+    #[error("{}: not a regular file or folder (a device, pipe or socket); give corpus files or folders", path.display())]
+    NotARegularFile { path: PathBuf },
+
     #[error(
         "no index at {}: build one with `hopwise index PATH... --index {}`",
         dir.display(),

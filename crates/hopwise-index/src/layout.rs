@@ -208,9 +208,9 @@ pub fn open_or_create(dir: &Path, chunking: ChunkOptions) -> Result<OpenedIndex>
     let bm25_dir: PathBuf = dir.join(BM25_SUBDIR);
     std::fs::create_dir_all(&bm25_dir).map_err(|err| IndexError::io(&bm25_dir, err))?;
     let (schema, fields) = schema();
-    // Passages are stored uncompressed: every search loads its top k, and skipping LZ4 made queries
-    // ~10% faster for ~45% more disk (BENCHMARKS.md, "BM25 against bm25s"). Indexes built before
-    // keep their own setting, which tantivy reads from the index.
+    // Passages are stored uncompressed: every search loads its top k, so decompression sits on the
+    // query path, while disk is cheap. Indexes built before keep their own setting, which tantivy
+    // reads from the index.
     let settings = IndexSettings { docstore_compression: Compressor::None, ..IndexSettings::default() };
     let index = Index::builder().schema(schema).settings(settings).create_in_dir(&bm25_dir)?;
     index.tokenizers().register(ANALYZER_NAME, analyzer());

@@ -54,6 +54,9 @@ pub struct OpenAiConfig {
     /// Send `GenParams::grammar` as llama.cpp's `grammar` field. Off by default: other servers reject or
     /// ignore unknown fields, and the response reports `grammar_used` accordingly.
     pub send_grammar: bool,
+    /// Send `GenParams::response_schema` as OpenAI's `response_format` (a JSON Schema the server
+    /// constrains the output to). Off by default: servers without structured output reject it.
+    pub send_response_format: bool,
     /// Alternatives per token asked for when a request wants logprobs (OpenAI allows up to 20).
     pub top_logprobs: u32,
 }
@@ -74,6 +77,7 @@ impl Default for OpenAiConfig {
             max_in_flight: 4,
             headers: BTreeMap::new(),
             send_grammar: false,
+            send_response_format: false,
             top_logprobs: 5,
         }
     }
@@ -233,7 +237,7 @@ impl OpenAiLlm {
 
     fn error(&self, kind: BackendErrorKind, message: String) -> Error {
         let message = match &self.api_key {
-            Some(key) => message.replace(key.as_str(), "<redacted>"),
+            Some(key) => hopwise_core::text::redact_secrets(&message, &[key.as_str()]),
             None => message,
         };
         Error::backend(self.name.clone(), kind, message)
@@ -253,8 +257,14 @@ impl OpenAiLlm {
             logprobs: params.logprobs,
             top_logprobs: params.logprobs.then_some(self.config.top_logprobs),
             grammar: self.grammar(request),
+            response_format: self.response_format(request),
         };
         Ok(serde_json::to_vec(&wire)?)
+    }
+
+    fn response_format(&self, request: &ChatRequest) -> Option<serde_json::Value> {
+        let schema = request.params.response_schema.as_ref().filter(|_| self.config.send_response_format)?;
+        Some(serde_json::json!({"type": "json_schema", "json_schema": {"name": "output", "schema": schema}}))
     }
 
     fn grammar<'a>(&self, request: &'a ChatRequest) -> Option<&'a str> {
@@ -408,7 +418,7 @@ impl Llm for OpenAiLlm {
             response.usage.cached_prompt_tokens += extra.usage.cached_prompt_tokens;
         }
         response.choices.truncate(n as usize);
-        response.grammar_used = self.grammar(request).is_some();
+        response.grammar_used = self.grammar(request).is_some() || self.response_format(request).is_some();
         Ok(response)
     }
 }
@@ -590,6 +600,22 @@ mod tests {
         let other = br#"{"error":{"message":"Expected 'messages' to be an array"}}"#;
         assert_eq!(failure_kind(StatusCode::BAD_REQUEST, other), BackendErrorKind::Rejected);
         assert_eq!(failure_kind(StatusCode::BAD_GATEWAY, llama), BackendErrorKind::Server);
+    }
+
+    /// A long key echoed by a proxy straddles the snippet's cut: what survives of it is redacted too.
+    #[test]
+    fn a_key_cut_by_the_snippet_is_still_redacted() {
+        let key = format!("sk-proj-{}", "Ab3".repeat(53));
+        let llm = OpenAiLlm::with_api_key(OpenAiConfig::new("http://127.0.0.1:9/v1", "m"), Some(key.clone()))
+            .expect("client");
+        let body = format!("{{\"error\": \"invalid key {key}\"}}");
+        let shown = llm.error(BackendErrorKind::Rejected, format!("HTTP 401: {}", snippet(body.as_bytes())));
+        let text = shown.to_string();
+        assert!(text.contains("<redacted>"), "{text}");
+        for piece in key.as_bytes().windows(hopwise_core::text::MIN_SECRET_PIECE) {
+            let piece = std::str::from_utf8(piece).expect("ascii key");
+            assert!(!text.contains(piece), "a piece of the key leaked: {text}");
+        }
     }
 
     #[test]

@@ -272,6 +272,9 @@ struct IncomingRequest {
     seed: Option<u64>,
     n: Option<u32>,
     grammar: Option<String>,
+    /// OpenAI's structured output; its `json_schema.schema` reaches the scripted model as
+    /// `response_schema`.
+    response_format: Option<serde_json::Value>,
     logprobs: Option<bool>,
     model: Option<String>,
 }
@@ -387,6 +390,7 @@ async fn chat_completions(State(state): State<Arc<MockState>>, uri: Uri, headers
         seed: incoming.seed,
         n: if behaviour.ignore_n { 1 } else { n },
         grammar: incoming.grammar,
+        response_schema: incoming.response_format.and_then(|f| f.pointer("/json_schema/schema").cloned()),
         logprobs: incoming.logprobs.unwrap_or(false),
         prompt_lookup: None,
     };

@@ -24,6 +24,9 @@ pub(crate) struct WireRequest<'a> {
     /// llama.cpp's server extension: a GBNF grammar constraining the output.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grammar: Option<&'a str>,
+    /// OpenAI's structured output: `{"type": "json_schema", "json_schema": {…}}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -226,6 +229,7 @@ mod tests {
             logprobs: false,
             top_logprobs: None,
             grammar: None,
+            response_format: None,
         };
         let v = serde_json::to_value(&req).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();

@@ -365,6 +365,25 @@ async fn grammar_is_sent_only_when_enabled() {
 }
 
 #[tokio::test]
+async fn a_response_schema_is_sent_as_the_response_format_only_when_enabled() {
+    let server = serve(ScriptedLlm::new().on("capital", "{\"city\":\"Paris\"}")).await;
+    let mut request = question(1, None);
+    let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}});
+    request.params.response_schema = Some(schema.clone());
+
+    let response = client(&server.base_url()).chat(&request).await.unwrap();
+    assert!(!response.grammar_used);
+    assert!(server.requests()[0].body.get("response_format").is_none());
+
+    let llm = OpenAiLlm::new(OpenAiConfig { send_response_format: true, ..config(&server.base_url()) }).unwrap();
+    let response = llm.chat(&request).await.unwrap();
+    assert!(response.grammar_used, "the output was constrained");
+    let sent = &server.requests()[1].body["response_format"];
+    assert_eq!(sent["type"], "json_schema");
+    assert_eq!(sent["json_schema"]["schema"], schema);
+}
+
+#[tokio::test]
 async fn list_models_reports_the_served_model_or_a_clear_error() {
     let server = serve(ScriptedLlm::new()).await;
     assert_eq!(client(&server.base_url()).list_models().await.unwrap(), ["scripted"]);

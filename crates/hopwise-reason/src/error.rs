@@ -12,6 +12,9 @@ pub enum ReasonError {
     NeedsRetriever(String),
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// A network client set an option that names a file on the server.
+    #[error("option `{option}` of strategy `{strategy}` names a file on the server; set it in the server's configuration, not in a request")]
+    ServerPathOption { strategy: String, option: String },
 }
 
 impl ReasonError {
@@ -20,7 +23,11 @@ impl ReasonError {
     /// failed, a spent budget, I/O) degrades to a best-effort answer, marked as such in the trace.
     pub fn is_fatal(&self) -> bool {
         match self {
-            Self::EmptyQuestion | Self::UnknownStrategy(_) | Self::NeedsRetriever(_) | Self::InvalidOption(_) => true,
+            Self::EmptyQuestion
+            | Self::UnknownStrategy(_)
+            | Self::NeedsRetriever(_)
+            | Self::InvalidOption(_)
+            | Self::ServerPathOption { .. } => true,
             Self::Core(e) => matches!(
                 e,
                 hopwise_core::Error::Template { .. } | hopwise_core::Error::Config(_) | hopwise_core::Error::InvalidInput(_)

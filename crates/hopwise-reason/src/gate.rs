@@ -1,6 +1,7 @@
 //! The sampling retrieval gate shared by the uncertainty loop (`uar`) and ToQD's nodes: draw `n`
 //! answers to one prompt in one request, and measure how much they disagree with a black-box
-//! estimator (METHODS.md §2). Retrieval is warranted when `U > θ`.
+//! estimator (the uncertainty paper's estimators, `uncertainty.rs`). Retrieval is warranted when
+//! `U > θ`.
 
 use std::sync::Arc;
 

@@ -11,6 +11,8 @@
 //! - [`baselines`]: Direct, CoT, CoT-SC, Retrieve-then-Read, Self-Ask, Least-to-Most, Plan-and-Solve.
 //! - [`uar`]: uncertainty-gated dynamic retrieval and its baselines (always-retrieve, FLARE-instruct);
 //!   [`uncertainty`] holds its estimators, [`nli_judge`] the LLM-as-judge NLI they can use.
+//! - [`peers`]: the training-free multi-hop methods users compare with (IRCoT, Iter-RetGen, a search
+//!   agent).
 //! - [`hgot`]: Hierarchical Graph of Thoughts (plans of dependent steps, citation-weighted voting,
 //!   passage scores).
 
@@ -23,6 +25,7 @@ pub mod gate;
 pub mod hgot;
 pub mod meter;
 pub mod nli_judge;
+pub mod peers;
 pub mod protocol;
 pub mod runtime;
 

@@ -19,7 +19,9 @@
 //! | `search_request` (`[Search(query)]` or a sentence) | [`sentence::parse_search_request`] |
 //! | `query` | [`sentence::clean_query`] |
 //! | `nli_label` | [`crate::nli_judge::parse_label`] |
-//! | `answer_kind` (`person`, `place` or `other`) | [`answer::answer_kind`] |
+//! | `typed_plan` (the question's structure as one JSON object) | [`plan::read_plan`] |
+//! | `typed_value` (an ISO date, a number, yes/no, or `NO!`) | [`values`] |
+//! | `agent_turn` (`<search>query</search>` or `<answer>…</answer>`) | [`agent::read_turn`] |
 //! | `text` (free text: a rewritten question, a HyDE passage) | trimmed as it is |
 //!
 //! Repair rules for topology graphs (see [`parse_edges`]):
@@ -34,10 +36,13 @@
 
 use hopwise_core::Repair;
 
+pub mod agent;
 pub mod answer;
 pub mod citations;
+pub mod plan;
 pub mod sentence;
 pub mod steps;
+pub mod values;
 
 /// A node of a topology graph as the model names it: a sub-question number (1-based) or the sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -62,6 +62,9 @@ pub struct Request {
     /// Seconds and tokens the question may spend; past them it answers best-effort.
     pub max_seconds: Option<f64>,
     pub max_tokens: Option<u64>,
+    /// The request came from a network client: its options may not name files on this machine
+    /// (`StrategySpec::path_options`).
+    pub from_network: bool,
 }
 
 /// A checked request: every input error has been reported before any work starts.
@@ -161,6 +164,11 @@ impl Runtime {
             req.strategy.as_deref().map(str::trim).filter(|n| !n.is_empty()).unwrap_or(&self.defaults.strategy);
         let name = strategy::resolve(requested, req.no_retrieval)?;
         let row = strategy::spec(&name)?;
+        if req.from_network {
+            if let Some(option) = req.options.keys().find(|k| row.path_options.contains(&k.as_str())) {
+                return Err(ReasonError::ServerPathOption { strategy: name, option: option.clone() });
+            }
+        }
         let strategy = row.build(&self.options_for(&name, &req.options))?;
         if row.needs_retriever && self.retriever.is_none() {
             return Err(ReasonError::NeedsRetriever(name));
@@ -171,6 +179,12 @@ impl Runtime {
         }
         if let Some(seconds) = req.max_seconds.filter(|s| !(s.is_finite() && *s > 0.0)) {
             return Err(ReasonError::InvalidOption(format!("max_seconds = {seconds} must be a positive number")));
+        }
+        // A zero budget could only end the question before its first call.
+        for (name, value) in [("max_llm_calls", req.max_llm_calls), ("max_tokens", req.max_tokens)] {
+            if value == Some(0) {
+                return Err(ReasonError::InvalidOption(format!("{name} = 0 must be at least 1")));
+            }
         }
         let ceiling = &self.defaults.budget;
         let requested = Budget {

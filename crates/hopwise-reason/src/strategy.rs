@@ -77,6 +77,9 @@ pub struct StrategySpec {
     pub templates: &'static [&'static str],
     /// The strategy to run instead when retrieval is turned off, for those that need a retriever.
     pub without_retrieval: Option<&'static str>,
+    /// Options whose value names a file on the machine that runs the strategy. Only its own
+    /// configuration may set them; the server refuses them in requests.
+    pub path_options: &'static [&'static str],
     build: fn(&StrategyOptions) -> Result<Box<dyn Strategy>>,
 }
 
@@ -87,24 +90,35 @@ impl StrategySpec {
     }
 }
 
+const TOQD_FORMATS: [&str; 5] =
+    ["toqd_format_short", "toqd_format_typed", "toqd_format_yes_no", "toqd_format_iso_date", "toqd_format_digits"];
 const TOQD_TEMPLATES: &[&str] = &[
+    "toqd_plan",
+    TOQD_FORMATS[0],
+    TOQD_FORMATS[1],
+    TOQD_FORMATS[2],
+    TOQD_FORMATS[3],
+    TOQD_FORMATS[4],
+    "toqd_self_verify",
+    "toqd_recall",
+    "toqd_self_verify_context",
+    "toqd_aggregate",
+    "toqd_summary",
+    "toqd_summary_passages",
+];
+const TOQD_PAPER_TEMPLATES: &[&str] = &[
     "toqd_decompose",
     "toqd_critique",
     "toqd_construct",
     "toqd_rewrite",
-    "toqd_compare_split",
     "toqd_self_verify",
-    "toqd_closed_book",
     "toqd_self_verify_context",
     "toqd_decompose_leaf",
     "toqd_decompose_internal",
     "toqd_aggregate",
     "toqd_best_effort",
-    "toqd_answer_kind",
     "toqd_summary",
-    "toqd_summary_yes_no",
-    "toqd_summary_passages",
-    "toqd_summary_passages_yes_no",
+    "toqd_format_short",
 ];
 /// The sentence loop's templates; `uar` adds the NLI judge's when its similarity is NLI.
 pub(crate) const SENTENCE_LOOP_TEMPLATES: &[&str] =
@@ -116,6 +130,8 @@ const HGOT_TEMPLATES: &[&str] =
 const SELF_ASK_TEMPLATES: &[&str] =
     &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"];
 const PLAN_SOLVE_TEMPLATES: &[&str] = &["plan_solve", "plan_solve_rtr"];
+const IRCOT_TEMPLATES: &[&str] = &["ircot_step", "ircot_read", "rtr"];
+const SEARCH_AGENT_TEMPLATES: &[&str] = &["search_agent", "search_agent_final"];
 
 /// A row with no embedder, no NLI and no retrieval-free variant; the rows below change what differs.
 const fn row(
@@ -133,6 +149,7 @@ const fn row(
         uses_nli: false,
         templates,
         without_retrieval: None,
+        path_options: &[],
         build,
     }
 }
@@ -141,12 +158,21 @@ const fn row(
 pub const STRATEGIES: &[StrategySpec] = &[
     StrategySpec {
         without_retrieval: Some("toqd-noir"),
-        ..row("toqd", "ToQD: decompose, critique, construct a topology graph; each node retrieves only when its gate (sampled uncertainty, or NO!) says the model does not know", true, TOQD_TEMPLATES, |o| {
+        ..row("toqd", "ToQD: one search with the question; a typed plan (steps, their answer types and dependencies, and how their answers combine); the question read first, then each node over the passages, searching on its own only when unsure; comparisons and yes/no combinations decided in code; sampled summaries voted", true, TOQD_TEMPLATES, |o| {
             Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd")?, true)?))
         })
     },
-    row("toqd-noir", "ToQD without retrieval: a node that says NO! is decomposed directly", false, TOQD_TEMPLATES, |o| {
+    row("toqd-noir", "ToQD without retrieval: the typed plan, nodes answered closed-book by sampled votes", false, TOQD_TEMPLATES, |o| {
         Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd-noir")?, false)?))
+    }),
+    StrategySpec {
+        without_retrieval: Some("toqd-noir-paper"),
+        ..row("toqd-paper", "ToQD as the paper runs it: decompose, critique, construct a topology graph; each node NO! → retrieve → NO! → decompose into a child graph; summary", true, TOQD_PAPER_TEMPLATES, |o| {
+            Ok(Box::new(crate::toqd::ToqdPaper::new(o.parse("toqd-paper")?, true)?))
+        })
+    },
+    row("toqd-noir-paper", "ToQD as the paper runs it without retrieval: a node that says NO! is decomposed", false, TOQD_PAPER_TEMPLATES, |o| {
+        Ok(Box::new(crate::toqd::ToqdPaper::new(o.parse("toqd-noir-paper")?, false)?))
     }),
     StrategySpec {
         uses_nli: true,
@@ -169,8 +195,18 @@ pub const STRATEGIES: &[StrategySpec] = &[
     StrategySpec {
         uses_embedder: true,
         uses_nli: true,
-        ..row("hgot", "HGOT: recursive plans of dependent search steps; thoughts weighed by citation quality, passages by σ", true, HGOT_TEMPLATES, |o| {
+        path_options: &["demonstrations"],
+        ..row("hgot", "HGOT: probe the question (cited thoughts, citation-weighted vote); a confident probe answers; otherwise recursive plans of dependent search steps, and the graph's answer replaces the probe's only when more confident", true, HGOT_TEMPLATES, |o| {
             Ok(Box::new(crate::hgot::Hgot::new(o.parse("hgot")?)?))
+        })
+    },
+    StrategySpec {
+        uses_embedder: true,
+        uses_nli: true,
+        path_options: &["demonstrations"],
+        ..row("hgot-paper", "HGOT as the paper runs it: recursive plan/search/infer over a hierarchical dependency graph until depth or graph size stops it; thoughts weighed by citation quality, passages by σ", true, HGOT_TEMPLATES, |o| {
+            let opts: crate::hgot::HgotOptions = o.parse("hgot-paper")?;
+            Ok(Box::new(crate::hgot::Hgot::named("hgot-paper", opts.paper(&o.0))?))
         })
     },
     row("direct", "Direct prompting: one call, answer from the model's own knowledge", false, &["direct"], |o| {
@@ -202,6 +238,15 @@ pub const STRATEGIES: &[StrategySpec] = &[
     }),
     row("plan-solve-rtr", "Plan-and-Solve over passages retrieved for the question", true, PLAN_SOLVE_TEMPLATES, |o| {
         Ok(Box::new(crate::baselines::plan_solve::PlanSolve::new(o.parse("plan-solve-rtr")?, true)))
+    }),
+    row("ircot", "IRCoT (Trivedi et al. 2023): one chain-of-thought sentence at a time, each the next search query, until it states the answer; then read the collected passages", true, IRCOT_TEMPLATES, |o| {
+        Ok(Box::new(crate::peers::ircot::Ircot::new(o.parse("ircot")?)?))
+    }),
+    row("iter-retgen", "Iter-RetGen (Shao et al. 2023): rounds of retrieve with the question and the previous round's generation, then generate a reasoned answer", true, &["iter_retgen"], |o| {
+        Ok(Box::new(crate::peers::iter_retgen::IterRetGen::new(o.parse("iter-retgen")?)?))
+    }),
+    row("search-agent", "Search agent (ReAct / Search-R1 prompting): the model writes <search>query</search> until it writes <answer>…</answer>; tags grammar-constrained", true, SEARCH_AGENT_TEMPLATES, |o| {
+        Ok(Box::new(crate::peers::search_agent::SearchAgent::new(o.parse("search-agent")?)?))
     }),
 ];
 
@@ -270,6 +315,44 @@ mod registry_tests {
         assert!(matches!(resolve("nope", false), Err(ReasonError::UnknownStrategy(_))));
     }
 
+    /// The option names a strategy accepts, read from the error its options give for an unknown key
+    /// (serde lists the expected fields).
+    fn option_keys(spec: &StrategySpec) -> Vec<String> {
+        let mut probe = StrategyOptions::default();
+        probe.set("no_such_option_here", serde_json::json!(1));
+        let Err(ReasonError::InvalidOption(message)) = spec.build(&probe) else {
+            panic!("{}: an unknown option was accepted", spec.name)
+        };
+        let Some((_, expected)) = message.split_once("expected") else { return Vec::new() };
+        expected.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    }
+
+    /// Every option that takes free text must be declared a path option (and so refused over HTTP),
+    /// so a new path-typed option cannot reach the server's requests unnoticed.
+    #[test]
+    fn every_free_text_option_is_declared() {
+        for spec in STRATEGIES {
+            let keys = option_keys(spec);
+            for key in &keys {
+                let mut options = StrategyOptions::default();
+                options.set(key, serde_json::json!("/nonexistent/hopwise-probe"));
+                let typed_refusal = match spec.build(&options) {
+                    Ok(_) => false,
+                    Err(ReasonError::InvalidOption(m)) => {
+                        ["invalid type", "unknown variant", "invalid value", "expected"].iter().any(|w| m.contains(w))
+                    }
+                    Err(_) => false,
+                };
+                let declared = spec.path_options.contains(&key.as_str());
+                assert_eq!(!typed_refusal, declared, "{}: option `{key}` takes free text: declare it in path_options", spec.name);
+            }
+            for declared in spec.path_options {
+                assert!(keys.iter().any(|k| k == declared), "{}: `{declared}` is not an option", spec.name);
+            }
+        }
+        assert!(option_keys(spec("hgot").expect("hgot")).iter().any(|k| k == "demonstrations"));
+    }
+
     /// Each strategy, run on a few scripted replies that walk its main paths, renders only templates it
     /// declares (the evaluation fingerprint hashes exactly those).
     #[tokio::test]
@@ -289,8 +372,8 @@ mod registry_tests {
             ScriptedLlm::new(),
             ScriptedLlm::new().fallback("1. Who directed Jaws?\n2. When was he born?\n1 -> 2\n2 -> Q\nAnswer: Spielberg"),
             ScriptedLlm::new().fallback("Follow up: Who directed Jaws?\nSo the final answer is: Spielberg.\nStep 1: Who directed Jaws? [1]\nAnswer: Spielberg"),
+            ScriptedLlm::new().fallback(r##"{"op":"answer","answer_type":"date","steps":[{"question":"Who directed Jaws?","answer_type":"person"},{"question":"When was #1 born?","answer_type":"date"}]}"##),
         ];
-        // A question that asks where walks ToQD's check that the answer names no person.
         let questions = ["Who directed Jaws?", "Where was the director of Jaws born?"];
         for StrategySpec { name, .. } in STRATEGIES {
             for (llm, question) in scripts.iter().flat_map(|llm| questions.iter().map(move |q| (llm, *q))) {

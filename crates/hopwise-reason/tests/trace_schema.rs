@@ -37,6 +37,10 @@ const QUESTION: &str = "Which Canadian rock band released Counterparts and had a
 fn model() -> ScriptedLlm {
     ScriptedLlm::new()
         .on(
+            "Plan how to answer the question",
+            r##"{"op":"answer","answer_type":"person","steps":[{"question":"Which band released the song Counterparts?","answer_type":"organisation"},{"question":"Who was the drummer of #1?","answer_type":"person"}]}"##,
+        )
+        .on(
             "Break the question below",
             "1. Which band released the song Counterparts?\n2. Who was the drummer of that band?",
         )

@@ -1,10 +1,10 @@
 //! Against real Typesense and Milvus servers started here on 127.0.0.1 (installed by
 //! `scripts/servers.sh install`; without them these tests are skipped, under `CI` they fail).
 //!
-//! Corpus: the first `QUESTIONS` HotpotQA questions of `../shared/data/hotpotqa.jsonl` and their
-//! paragraphs (supporting + distractors, de-duplicated by title; ~10 per question; without the shared
-//! data, the repository's sample: the same kind of subset), not the full 6,640-passage corpus: embedding runs at ~16 passages/s on two shared cores, and the full corpus would take
-//! ~7 minutes per test run. Embeddings are computed once and cached.
+//! Corpus: the first `QUESTIONS` HotpotQA questions of the repository's sample (`data/sample`, or of
+//! `$HOPWISE_DATA/hotpotqa.jsonl` when set) and their paragraphs (supporting + distractors,
+//! //! de-duplicated by title; ~10 per question), not the full corpus, whose embedding would dominate
+//! the test run. Embeddings are computed once and cached.
 //!
 //! Agreement: on recall@5 of supporting paragraphs, each engine's vector search must be within
 //! `VECTOR_TOLERANCE` of the embedded exact dense retriever (same vectors; the engines search HNSW
@@ -46,8 +46,8 @@ async fn fixture() -> Option<Arc<Fixture>> {
         .get_or_init(|| async {
             let model = minilm()?;
             let Some(subset) = hotpotqa_subset(QUESTIONS) else {
-                assert!(std::env::var_os("CI").is_none(), "HotpotQA data missing under {}", data_dir().display());
-                eprintln!("skipped: HotpotQA data missing under {}", data_dir().display());
+                assert!(std::env::var_os("CI").is_none(), "HotpotQA data missing: {:?} and data/sample", data_dir());
+                eprintln!("skipped: HotpotQA data missing: {:?} and data/sample", data_dir());
                 return None;
             };
             let embedder = table_embedder(&subset, model).await;

@@ -1,5 +1,5 @@
-//! Turns configuration into live backends. Commands that answer questions get them through
-//! [`crate::runtime`]; `index` uses the embedder and remote stores directly.
+//! Turns configuration into live backends. Entry points that answer questions get them through
+//! [`crate::build`]; indexing uses the embedder and remote stores directly.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,9 @@
-//! The one place `ask`, `eval`, `retrieval-eval` and `serve` get their backends: configuration in,
-//! a [`Runtime`] out, which hands each question its context (metered model, wrapped retriever,
-//! embedder, budgets). What a command needs follows from the strategy table.
+//! The one place every entry point gets its backends (`ask`, `eval`, `retrieval-eval` and `serve`
+//! in the CLI): configuration in, a [`Runtime`] out, which hands each question its context (metered
+//! model, wrapped retriever, embedder, budgets). What a command needs follows from the strategy
+//! table.
+
+pub mod backends;
 
 use std::sync::Arc;
 
@@ -14,7 +17,6 @@ use hopwise_reason::runtime::{Defaults, RetrieverWrap};
 use hopwise_reason::strategy::{self, STRATEGIES};
 use hopwise_reason::Runtime;
 
-use crate::backends;
 
 /// What a command asks of the runtime.
 #[derive(Debug, Clone, Default)]

@@ -37,6 +37,21 @@ pub enum ServeError {
 
 pub type Result<T, E = ServeError> = std::result::Result<T, E>;
 
+/// Every `error.type` a response can carry ([`ServeError::kind`]); the API document lists them.
+pub const ERROR_KINDS: [&str; 11] = [
+    "invalid_request_error",
+    "body_too_large",
+    "not_found",
+    "method_not_allowed",
+    "unknown_strategy",
+    "model_not_found",
+    "authentication_error",
+    "overloaded",
+    "timeout",
+    "upstream_error",
+    "internal_error",
+];
+
 impl ServeError {
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::BadRequest { status: StatusCode::BAD_REQUEST, message: message.into() }
@@ -59,6 +74,8 @@ impl ServeError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::BadRequest { status, .. } if *status == StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
+            Self::BadRequest { status, .. } if *status == StatusCode::NOT_FOUND => "not_found",
+            Self::BadRequest { status, .. } if *status == StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
             Self::BadRequest { .. } => "invalid_request_error",
             Self::UnknownStrategy(_) => "unknown_strategy",
             Self::ModelNotFound(_) => "model_not_found",
@@ -97,6 +114,9 @@ impl From<ReasonError> for ServeError {
     fn from(e: ReasonError) -> Self {
         match e {
             ReasonError::UnknownStrategy(name) => Self::UnknownStrategy(name),
+            ReasonError::ServerPathOption { .. } => {
+                Self::BadRequest { status: StatusCode::UNPROCESSABLE_ENTITY, message: e.to_string() }
+            }
             ReasonError::EmptyQuestion | ReasonError::NeedsRetriever(_) | ReasonError::InvalidOption(_) => {
                 Self::bad_request(e.to_string())
             }

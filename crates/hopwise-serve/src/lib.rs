@@ -67,6 +67,12 @@ pub fn router(state: AppState) -> Router {
                 message: "no such endpoint; GET /openapi.json describes the API".into(),
             }
         })
+        .method_not_allowed_fallback(|| async {
+            ServeError::BadRequest {
+                status: axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                message: "this endpoint does not take that method; GET /openapi.json describes the API".into(),
+            }
+        })
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
 }

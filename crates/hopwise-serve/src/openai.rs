@@ -12,6 +12,7 @@ use axum::extract::State;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use hopwise_core::progress::ProgressLines;
 use hopwise_core::Trace;
 use hopwise_reason::strategy::STRATEGIES;
 use serde::Deserialize;
@@ -175,11 +176,28 @@ fn stream(
 ) -> Result<Sse<impl futures::Stream<Item = std::result::Result<SseEvent, Infallible>>>> {
     let prepared = run::prepare(state, ask)?;
     let permit = state.permit()?;
-    let job = run::spawn(state, prepared, permit, None);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let job = run::spawn(state, prepared, permit, Some(tx));
     let id = completion_id();
     let created = now_secs();
     let head = chunk(&id, created, &model, json!({"role": "assistant", "content": ""}), None);
     let first = futures::stream::once(async move { head });
+    // The graph's progress, one reasoning chunk per line, until the question's recorder closes the
+    // channel; chat UIs show `reasoning_content` (and the newer `reasoning`) apart from the answer.
+    let (reasoning_id, reasoning_model) = (id.clone(), model.clone());
+    let reasoning = futures::stream::unfold((rx, ProgressLines::new()), move |(mut rx, mut lines)| {
+        let (id, model) = (reasoning_id.clone(), reasoning_model.clone());
+        async move {
+            while let Some(event) = rx.recv().await {
+                if let Some(line) = lines.line(&event) {
+                    let text = format!("{line}\n");
+                    let delta = json!({"reasoning_content": text, "reasoning": text});
+                    return Some((chunk(&id, created, &model, delta, None), (rx, lines)));
+                }
+            }
+            None
+        }
+    });
     let rest = futures::stream::once(async move {
         let mut events = Vec::new();
         match job.await {
@@ -198,6 +216,7 @@ fn stream(
     });
     use futures::StreamExt;
     let events = first
+        .chain(reasoning)
         .chain(rest.flatten())
         .map(|v| SseEvent::default().data(v.to_string()))
         .chain(futures::stream::once(async { SseEvent::default().data("[DONE]") }))

@@ -53,14 +53,6 @@ pub fn trace(trace: &mut Trace) {
     }
 }
 
-/// The first backend message in the trace: why no answer came, for the server log.
-pub fn first_backend_failure(trace: &Trace) -> Option<&str> {
-    trace.events.iter().find_map(|e| match &e.kind {
-        EventKind::LlmCall { error: Some(m), .. } | EventKind::Retrieval { error: Some(m), .. } => Some(m.as_str()),
-        _ => None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use hopwise_core::Recorder;
@@ -89,7 +81,7 @@ mod tests {
         );
         rec.best_effort(format!("the strategy stopped early: {secret}"));
         let mut t = rec.finish("", None);
-        assert_eq!(first_backend_failure(&t), Some(secret));
+        assert_eq!(t.first_backend_failure(), Some(secret));
         trace(&mut t);
         let text = serde_json::to_string(&t).expect("json");
         assert!(!text.contains("10.0.0.7") && !text.contains("stack trace"), "{text}");

@@ -72,12 +72,15 @@ pub fn prepare(state: &AppState, req: AskRequest) -> Result<Prepared> {
         max_llm_calls: req.max_llm_calls,
         max_seconds: req.max_seconds,
         max_tokens: req.max_tokens,
+        from_network: true,
     };
     state.runtime().prepare(request).map_err(|e| match e {
         ReasonError::NeedsRetriever(name) => ServeError::bad_request(format!(
             "strategy `{name}` needs a retriever and this server has no index; use a -noir strategy or `no_retrieval`"
         )),
-        ReasonError::InvalidOption(m) if m.starts_with("k = ") || m.starts_with("max_seconds = ") => {
+        ReasonError::InvalidOption(m)
+            if ["k = ", "max_seconds = ", "max_llm_calls = ", "max_tokens = "].iter().any(|p| m.starts_with(p)) =>
+        {
             ServeError::BadRequest { status: axum::http::StatusCode::UNPROCESSABLE_ENTITY, message: m }
         }
         other => ServeError::from(other),
@@ -139,15 +142,22 @@ pub fn spawn(
     }))
 }
 
-/// A trace with no answer because a backend failed is the backend's failure (502), not an empty
-/// answer (200). A trace with an answer keeps it, and its backend messages go to the log only.
+/// A trace with no answer is the backend's failure (502), not an empty answer (200). A trace with
+/// an answer keeps it, and its backend messages go to the log only.
 fn answered_or_upstream_failure(mut trace: Trace) -> Result<Trace> {
     if trace.answer.trim().is_empty() {
-        if let Some(failure) = redact::first_backend_failure(&trace) {
+        if let Some(failure) = trace.first_backend_failure() {
             return Err(ServeError::Upstream(failure.to_string()));
         }
+        // An empty answer is no answer, whatever the cause: a client must not read it as one.
+        let why = if trace.notes.is_empty() {
+            format!("the model replied with nothing ({} model calls)", trace.stats.llm_calls)
+        } else {
+            trace.notes.join("; ")
+        };
+        return Err(ServeError::Upstream(format!("no answer could be produced: {why}")));
     }
-    if let Some(failure) = redact::first_backend_failure(&trace) {
+    if let Some(failure) = trace.first_backend_failure() {
         tracing::warn!(target: "hopwise_serve", "answered best-effort after a backend failure: {failure}");
     }
     redact::trace(&mut trace);

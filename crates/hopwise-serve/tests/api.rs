@@ -5,6 +5,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{builder, limits, metric, parse_sse, toqd_model, TestServer, QUESTION};
+use hopwise_core::scripted::ScriptedLlm;
 use hopwise_core::{Decision, Trace};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -36,14 +37,14 @@ async fn ask_returns_the_trace_as_json() {
         .post(server.url("/v1/ask"))
         // The paper's flow (closed-book gate first, each node searching on its own), so the nodes'
         // decisions below are the scripted model's.
-        .json(&json!({"question": QUESTION, "strategy": "toqd", "options": {"self_verify": true, "evidence": "node"}}))
+        .json(&json!({"question": QUESTION, "strategy": "toqd-paper"}))
         .send()
         .await
         .expect("ask");
     assert_eq!(resp.status(), StatusCode::OK);
     let trace: Trace = resp.json().await.expect("a trace");
     assert_eq!(trace.answer, "Rush");
-    assert_eq!(trace.strategy, "toqd");
+    assert_eq!(trace.strategy, "toqd-paper");
     assert_eq!(trace.node("1").map(|n| n.decision), Some(Decision::Known));
     assert_eq!(trace.node("2").map(|n| n.decision), Some(Decision::Retrieved));
     assert!(trace.node("2").is_some_and(|n| !n.passages.is_empty()));
@@ -52,7 +53,7 @@ async fn ask_returns_the_trace_as_json() {
     // The default strategy applies when none is named; options reach the strategy.
     let resp = client()
         .post(server.url("/v1/ask"))
-        .json(&json!({"question": QUESTION, "options": {"critique": false}}))
+        .json(&json!({"question": QUESTION, "options": {"max_steps": 3}}))
         .send()
         .await
         .expect("ask");
@@ -102,7 +103,7 @@ async fn post_with_accept_event_stream_streams_events_in_order() {
     let resp = client()
         .post(server.url("/v1/ask"))
         .header("Accept", "text/event-stream")
-        .json(&json!({"question": QUESTION, "strategy": "toqd"}))
+        .json(&json!({"question": QUESTION, "strategy": "toqd-paper"}))
         .send()
         .await
         .expect("ask");
@@ -117,7 +118,7 @@ async fn get_stream_serves_the_same_events() {
     let server = default_server().await;
     let resp = client()
         .get(server.url("/v1/ask/stream"))
-        .query(&[("question", QUESTION), ("strategy", "toqd")])
+        .query(&[("question", QUESTION), ("strategy", "toqd-paper")])
         .send()
         .await
         .expect("stream");
@@ -154,7 +155,12 @@ async fn catalog_endpoints() {
     let js = client().get(server.url("/app.js")).send().await.expect("js").text().await.expect("text");
     assert!(js.contains("text/event-stream"));
     let resp = client().get(server.url("/nope")).send().await.expect("404");
-    assert_eq!(error_of(resp).await.0, StatusCode::NOT_FOUND);
+    let (status, kind, _) = error_of(resp).await;
+    assert_eq!((status, kind.as_str()), (StatusCode::NOT_FOUND, "not_found"));
+    // A known path with the wrong method answers with the same error body, not an empty one.
+    let resp = client().get(server.url("/v1/ask")).send().await.expect("405");
+    let (status, kind, message) = error_of(resp).await;
+    assert_eq!((status, kind.as_str()), (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"), "{message}");
 }
 
 #[tokio::test]
@@ -263,6 +269,13 @@ async fn bad_input_gets_clear_errors() {
 
     let (status, _, _) = error_of(post(json!({"question": "q", "k": 0}).to_string()).await.expect("send")).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    // A zero budget is refused like a zero time limit, naming the field.
+    for field in ["max_seconds", "max_llm_calls", "max_tokens"] {
+        let (status, _, message) =
+            error_of(post(json!({"question": "q", field: 0}).to_string()).await.expect("send")).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{field}: {message}");
+        assert!(message.contains(field), "{message}");
+    }
 
     // Over the body limit.
     let big = json!({"question": "x".repeat(4096)}).to_string();
@@ -286,6 +299,55 @@ async fn bad_input_gets_clear_errors() {
     assert!(message.contains("retriever"), "{message}");
 }
 
+/// No request field names a file on the server: every option the strategy table declares a path is
+/// refused with 422 on both endpoints before anything is opened.
+#[tokio::test]
+async fn options_that_name_server_files_are_refused() {
+    let server = default_server().await;
+    let mut refused = 0;
+    for spec in hopwise_reason::strategy::STRATEGIES {
+        for option in spec.path_options {
+            for path in ["/dev/zero", "/etc/shadow", "/nonexistent"] {
+                let body = json!({"question": "q", "strategy": spec.name, "options": {*option: path}});
+                let resp = client().post(server.url("/v1/ask")).json(&body).send().await.expect("send");
+                let (status, _, message) = error_of(resp).await;
+                assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{}: {option}: {message}", spec.name);
+                assert!(message.contains(option) && !message.contains(path), "{message}");
+
+                let chat = json!({
+                    "model": format!("hopwise-{}", spec.name),
+                    "messages": [{"role": "user", "content": "q"}],
+                    "hopwise_options": {*option: path},
+                });
+                let resp = client().post(server.url("/v1/chat/completions")).json(&chat).send().await.expect("send");
+                let (status, _, message) = error_of(resp).await;
+                assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "chat: {}: {option}: {message}", spec.name);
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused > 0, "the strategy table declares at least one path option");
+    let health = client().get(server.url("/healthz")).send().await.expect("healthz");
+    assert!(health.status().is_success());
+}
+
+/// An empty model reply is no answer: a 502 the client can tell from an answer, on both endpoints.
+#[tokio::test]
+async fn an_empty_model_reply_is_an_upstream_error_not_an_answer() {
+    let server = TestServer::start(builder(ScriptedLlm::new().fallback("")).build()).await;
+    let resp = client()
+        .post(server.url("/v1/ask"))
+        .json(&json!({"question": QUESTION, "strategy": "direct"}))
+        .send()
+        .await
+        .expect("ask");
+    let (status, kind, _) = error_of(resp).await;
+    assert_eq!((status, kind.as_str()), (StatusCode::BAD_GATEWAY, "upstream_error"));
+    let chat = json!({"model": "hopwise-direct", "messages": [{"role": "user", "content": QUESTION}]});
+    let resp = client().post(server.url("/v1/chat/completions")).json(&chat).send().await.expect("chat");
+    assert_eq!(resp.status(), StatusCode::BAD_GATEWAY);
+}
+
 #[tokio::test]
 async fn metrics_count_requests_and_work() {
     let server = default_server().await;
@@ -293,7 +355,7 @@ async fn metrics_count_requests_and_work() {
     assert_eq!(metric(&before, "hopwise_llm_calls_total "), Some(0.0));
     let trace: Trace = client()
         .post(server.url("/v1/ask"))
-        .json(&json!({"question": QUESTION, "strategy": "toqd"}))
+        .json(&json!({"question": QUESTION, "strategy": "toqd-paper"}))
         .send()
         .await
         .expect("ask")
@@ -306,7 +368,7 @@ async fn metrics_count_requests_and_work() {
     assert_eq!(metric(&after, "hopwise_prompt_tokens_total "), Some(trace.stats.prompt_tokens as f64));
     assert!(after.contains("hopwise_http_requests_total{route=\"/v1/ask\",status=\"200\"} 1"), "{after}");
     assert!(after.contains("hopwise_http_request_duration_seconds_count{route=\"/v1/ask\"} 1"), "{after}");
-    assert!(after.contains("hopwise_questions_total{strategy=\"toqd\",outcome=\"ok\"} 1"), "{after}");
+    assert!(after.contains("hopwise_questions_total{strategy=\"toqd-paper\",outcome=\"ok\"} 1"), "{after}");
     assert_eq!(metric(&after, "hopwise_in_flight "), Some(0.0));
 }
 

@@ -77,8 +77,8 @@ async fn page_draws_the_graph_live_and_shows_node_details() {
     let nodes = result["nodes"].as_array().expect("nodes");
     let decision =
         |id: &str| nodes.iter().find(|n| n["id"] == id).and_then(|n| n["decision"].as_str()).map(str::to_string);
-    // ToQD's defaults: node 1 reads the question's passages (no closed-book gate first).
-    assert_eq!(decision("1").as_deref(), Some("retrieved"), "{result}");
+    // The paper's flow: node 1 is known closed-book, node 2 answers NO! and searches.
+    assert_eq!(decision("1").as_deref(), Some("known"), "{result}");
     assert_eq!(decision("2").as_deref(), Some("retrieved"), "{result}");
     assert_eq!(decision("Q").as_deref(), Some("sink"), "{result}");
     assert!(result["edges"].as_u64().unwrap_or(0) >= 2, "{result}");

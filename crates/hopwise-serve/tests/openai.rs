@@ -99,7 +99,17 @@ async fn streaming_sends_chunks_then_done() {
     assert!(chunks >= 3, "role, content, stop: {chunks}");
 
     // On the wire: the stream ends with [DONE] and the last chunk holds the trace.
-    let body = reqwest::Client::new()
+    let body = streamed_chat_body(&server).await;
+    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+    let events = parse_sse(&body);
+    let last_chunk = &events[events.len() - 2].1;
+    assert_eq!(last_chunk["choices"][0]["finish_reason"], "stop");
+    assert_eq!(last_chunk["hopwise_trace"]["answer"], "Rush");
+}
+
+/// The raw body of a streamed chat completion of `QUESTION` by `hopwise-toqd`.
+async fn streamed_chat_body(server: &TestServer) -> String {
+    reqwest::Client::new()
         .post(server.url("/v1/chat/completions"))
         .json(&serde_json::json!({"model": "hopwise-toqd", "stream": true, "messages": [{"role": "user", "content": QUESTION}]}))
         .send()
@@ -107,12 +117,45 @@ async fn streaming_sends_chunks_then_done() {
         .expect("send")
         .text()
         .await
-        .expect("body");
-    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+        .expect("body")
+}
+
+/// With `stream: true` the graph's progress comes first, as reasoning chunks (one line per planned
+/// node, search and answered node, never in a chunk with content), then the answer as content.
+#[tokio::test]
+async fn streaming_shows_the_graph_as_reasoning_before_the_answer() {
+    let server = TestServer::start(builder(toqd_model()).build()).await;
+    let body = streamed_chat_body(&server).await;
     let events = parse_sse(&body);
-    let last_chunk = &events[events.len() - 2].1;
-    assert_eq!(last_chunk["choices"][0]["finish_reason"], "stop");
-    assert_eq!(last_chunk["hopwise_trace"]["answer"], "Rush");
+    let deltas: Vec<&serde_json::Value> =
+        events.iter().filter_map(|(_, v)| v.get("choices").and_then(|c| c.get(0)).map(|c| &c["delta"])).collect();
+    let reasoning: Vec<usize> =
+        (0..deltas.len()).filter(|&i| deltas[i].get("reasoning_content").is_some()).collect();
+    let content: Vec<usize> = (0..deltas.len())
+        .filter(|&i| deltas[i]["content"].as_str().is_some_and(|c| !c.is_empty()))
+        .collect();
+    assert!(!reasoning.is_empty() && !content.is_empty(), "{body}");
+    assert!(reasoning.iter().max() < content.iter().min(), "reasoning first: {body}");
+    for &i in &reasoning {
+        assert!(deltas[i].get("content").is_none(), "never in the same chunk as content");
+        assert_eq!(deltas[i]["reasoning"], deltas[i]["reasoning_content"], "both names carry the line");
+    }
+    let lines: String = reasoning.iter().filter_map(|&i| deltas[i]["reasoning_content"].as_str()).collect();
+    let trace: Trace = serde_json::from_value(events[events.len() - 2].1["hopwise_trace"].clone()).expect("trace");
+    for node in trace.nodes.iter().filter(|n| n.id != "Q") {
+        assert!(lines.contains(&format!("{}. ", node.id)), "node {} is shown: {lines}", node.id);
+    }
+    // The typed client still reads the stream.
+    let mut req = request("hopwise-toqd");
+    req.stream = Some(true);
+    let mut stream = openai(&server, "unused").chat().create_stream(req).await.expect("stream");
+    let mut text = String::new();
+    while let Some(chunk) = stream.next().await {
+        for c in chunk.expect("a valid chunk").choices {
+            text.push_str(c.delta.content.as_deref().unwrap_or_default());
+        }
+    }
+    assert_eq!(text, "Rush");
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The engine's replay benchmark (BENCHMARKS.md, "Continuous batching and the prefix cache").
+//! The engine's replay benchmark: continuous batching and the prefix cache on recorded traffic.
 //!
 //! ```text
 //! engine_replay record --dataset $DATA/hotpotqa.jsonl --index DIR [--skip 0] [--limit 20] [--model M] [--threads T] --out W.jsonl

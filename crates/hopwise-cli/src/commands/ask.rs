@@ -44,6 +44,12 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
 
     if args.json {
         println!("{}", serde_json::to_string_pretty(&trace)?);
+    } else if let Some(format) = args.graph {
+        let format = match format {
+            crate::cli::GraphArg::Mermaid => hopwise_core::graph_text::GraphFormat::Mermaid,
+            crate::cli::GraphArg::Dot => hopwise_core::graph_text::GraphFormat::Dot,
+        };
+        print!("{}", hopwise_core::graph_text::render(&trace, format));
     } else {
         print!("{}", safe(&render_trace(&trace)));
     }

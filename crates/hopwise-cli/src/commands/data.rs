@@ -148,7 +148,7 @@ fn list(config: &Config, args: DataListArgs) -> Result<ExitCode> {
                 serde_json::json!({
                     "name": e.name, "aliases": e.aliases, "title": e.title, "description": e.description,
                     "license": e.license, "homepage": e.homepage, "pinned": e.is_pinned(),
-                    "files": e.files.iter().map(|f| serde_json::json!({"name": f.name, "url": f.url, "size": f.size, "sha256": f.sha256, "unpinned": f.unpinned})).collect::<Vec<_>>(),
+                    "files": e.files.iter().map(|f| serde_json::json!({"name": f.name, "url": hopwise_models::redact_url(&f.url), "size": f.size, "sha256": f.sha256, "unpinned": f.unpinned})).collect::<Vec<_>>(),
                     "cached": data::cache::manifest(&home, &e.name), "path": cached_path(&home, &e.name),
                 })
             })

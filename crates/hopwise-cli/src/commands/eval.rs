@@ -12,6 +12,9 @@ use crate::cli::EvalArgs;
 use crate::runtime::{self, Needs};
 use crate::terminal::safe;
 
+/// Failed jobs named one by one on stderr; the rest are counted (all are in `--json`).
+const MAX_FAILURES_SHOWN: usize = 20;
+
 pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     config.apply(&hopwise_config::Overrides {
         index: args.index.clone(),
@@ -48,6 +51,7 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     let runtime = Arc::new(runtime::build(&config, &needs).await?);
 
     let mut eval = EvalConfig::new(datasets, strategies.clone(), args.out.clone());
+    eval.skip = args.skip;
     eval.limit = args.limit;
     eval.concurrency = args.concurrency.max(1);
     eval.k = config.k;
@@ -89,10 +93,22 @@ pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     for record in &outcome.skipped {
         eprintln!("warning: skipped {}", safe(&record.to_string()));
     }
+    // Each failed job with its reason: the next run retries it, and the reason says whether that helps.
+    for job in outcome.failed.iter().take(MAX_FAILURES_SHOWN) {
+        eprintln!("error: {} {} {}: {}", safe(&job.dataset), safe(&job.id), job.strategy, safe(&job.error));
+    }
+    if outcome.failed.len() > MAX_FAILURES_SHOWN {
+        eprintln!("error: … and {} more failed jobs", outcome.failed.len() - MAX_FAILURES_SHOWN);
+    }
     if args.json {
+        let failures: Vec<serde_json::Value> = outcome
+            .failed
+            .iter()
+            .map(|j| serde_json::json!({"dataset": j.dataset, "id": j.id, "strategy": j.strategy, "error": j.error}))
+            .collect();
         println!(
             "{}",
-            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "not_started": outcome.not_started, "skipped": outcome.skipped.len(), "out": args.out})
+            serde_json::json!({"total": outcome.total, "resumed": outcome.resumed, "ran": outcome.ran, "failed": outcome.failed.len(), "failures": failures, "not_started": outcome.not_started, "skipped": outcome.skipped.len(), "out": args.out})
         );
     } else {
         eprintln!(

@@ -36,8 +36,60 @@ pub fn prompts(config: &Config, name: Option<&str>) -> Result<ExitCode> {
 }
 
 pub fn config(config: &Config) -> Result<ExitCode> {
-    print!("{}", toml::to_string_pretty(config)?);
+    print!("{}", toml::to_string_pretty(&shareable(config))?);
     println!("# data directory: {}", config.home_dir().display());
     println!("# index: {}", config.index_dir().display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Written in place of a secret.
+const REDACTED: &str = "<redacted>";
+
+/// `config` as it may be printed: URLs without credentials, and secrets given directly (remote
+/// engine keys, extra HTTP header values) replaced, so the output can be pasted into a bug report.
+fn shareable(config: &Config) -> Config {
+    let mut shown = config.clone();
+    for llm in shown.llms.values_mut() {
+        if let hopwise_config::LlmConfig::Openai(cfg) = llm {
+            cfg.base_url = hopwise_models::redact_url(&cfg.base_url);
+            cfg.headers.values_mut().for_each(|v| *v = REDACTED.into());
+        }
+    }
+    let remote = &mut shown.remote;
+    for url in [&mut remote.typesense_url, &mut remote.milvus_url, &mut remote.opensearch_url].into_iter().flatten() {
+        *url = hopwise_models::redact_url(url);
+    }
+    for secret in [&mut remote.typesense_api_key, &mut remote.milvus_token, &mut remote.opensearch_auth].into_iter().flatten() {
+        *secret = REDACTED.into();
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printed_config_holds_no_credentials() {
+        let mut config = Config::from_toml(
+            r#"
+            llm = "srv"
+            [llms.srv]
+            kind = "openai"
+            base_url = "https://alice:hunter2-password@llm.example/v1?key=sk-query-secret"
+            model = "m"
+            headers = { Authorization = "Bearer sk-header-secret" }
+            [remote]
+            typesense_url = "http://bob:tspassword@ts.example:8108"
+            "#,
+        )
+        .expect("valid config");
+        // Secrets given directly come from flags, never from the file.
+        config.remote.typesense_api_key = Some("ts-direct-secret".into());
+        let text = toml::to_string_pretty(&shareable(&config)).expect("serialises");
+        for secret in ["hunter2-password", "alice", "sk-query-secret", "sk-header-secret", "tspassword", "ts-direct-secret"] {
+            assert!(!text.contains(secret), "{secret} printed:\n{text}");
+        }
+        assert!(text.contains("llm.example") && text.contains("ts.example"), "{text}");
+    }
 }

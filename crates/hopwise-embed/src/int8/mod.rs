@@ -3,8 +3,8 @@
 //!
 //! Why blocks: BERT activations have a few outlier features; one scale per row (or per tensor, as
 //! ONNX Runtime's dynamic quantization uses) lets them flatten every other value, and the vectors
-//! drift to cosine ≈ 0.98–0.997 against the f32 model. One scale per 32 values keeps every passage
-//! we measured at ≥ 0.9994 (BENCHMARKS.md).
+//! drift away from the f32 model's. One scale per 32 values keeps an outlier from flattening more
+//! than its own block.
 //!
 //! The product runs on AVX-512 VNNI (`vpdpbusd`) when the CPU has it, else on AVX2, detected at run
 //! time, and on portable scalar code otherwise; all use the same packed weights and compute the same

@@ -33,8 +33,9 @@ pub struct Downloaded {
     pub pinned: bool,
 }
 
+/// A download error; the URL it names carries no credentials.
 fn failed(file: &SourceFile, message: String) -> EvalError {
-    EvalError::Download { url: file.url.clone(), message }
+    EvalError::Download { url: hopwise_models::redact_url(&file.url), message }
 }
 
 /// Web pages served in place of a file (an expired link, a quota page) start like this.
@@ -71,7 +72,7 @@ pub async fn download(
     } else {
         file.sha256.as_ref().filter(|e| **e != sha256).map(|expected| EvalError::ChecksumMismatch {
             file: file.name.clone(),
-            url: file.url.clone(),
+            url: hopwise_models::redact_url(&file.url),
             expected: expected.clone(),
             actual: if looks_like_html(&head) {
                 format!("{sha256} (a web page, not the file)")

@@ -112,7 +112,7 @@ pub async fn fetch(
     }
     if let Some(file) = entry.files.iter().find(|f| f.sha256.is_none()).filter(|_| !options.allow_unpinned) {
         return Err(EvalError::Download {
-            url: file.url.clone(),
+            url: hopwise_models::redact_url(&file.url),
             message: format!(
                 "`{name}` has no pinned checksum ({}); pass --allow-unpinned to accept what the URL serves \
                  (its sha256 is then recorded in {}, not checked)",

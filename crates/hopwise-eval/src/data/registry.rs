@@ -65,12 +65,27 @@ pub struct Registry {
     pub datasets: Vec<Entry>,
 }
 
+/// A dataset name is one path component: lowercase letters, digits, `-` and `_`, not starting with
+/// a separator, so every file written under its name stays inside the data folder.
+pub fn is_plain_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+}
+
 impl Registry {
     /// Parses a registry; `origin` names it in errors. Checksums must be 64 hex digits.
     pub fn parse(origin: &Path, text: &str) -> Result<Self> {
         let bad = |message: String| EvalError::Report { path: origin.to_path_buf(), message };
         let registry: Registry = toml::from_str(text).map_err(|e| bad(format!("not a dataset registry: {e}")))?;
         for entry in &registry.datasets {
+            for name in std::iter::once(&entry.name).chain(&entry.aliases) {
+                if !is_plain_name(name) {
+                    return Err(bad(format!(
+                        "dataset name `{name}`: a name is 1 to 64 of a-z, 0-9, `-` and `_`, starting with a letter or digit"
+                    )));
+                }
+            }
             if entry.files.is_empty() {
                 return Err(bad(format!("dataset `{}` lists no file", entry.name)));
             }
@@ -166,5 +181,22 @@ mod tests {
         assert!(Registry::parse(p, &entry(&"A".repeat(64), "x.json")).is_err());
         assert!(Registry::parse(p, &entry(&"a".repeat(64), "../x.json")).is_err());
         assert!(Registry::parse(p, "[[dataset]]\nname='x'\n").is_err());
+    }
+
+    #[test]
+    fn dataset_names_cannot_leave_the_data_folder() {
+        let entry = |name: &str| {
+            format!(
+                "[[dataset]]\nname='{name}'\ntitle='X'\ndescription='d'\nlicense='l'\nhomepage='h'\nformat='hotpotqa'\n\
+                 [[dataset.file]]\nname='x.json'\nurl='http://127.0.0.1/x'\nsha256='{}'\n",
+                "a".repeat(64)
+            )
+        };
+        let p = Path::new("r.toml");
+        assert!(Registry::parse(p, &entry("my-set_2")).is_ok());
+        for bad in ["../../escape-test", "/tmp/abs", "a/b", ".hidden", "", "UPPER", "a b", "-x"] {
+            let err = Registry::parse(p, &entry(bad)).expect_err(bad);
+            assert!(err.to_string().contains("dataset name"), "{bad}: {err}");
+        }
     }
 }

@@ -87,11 +87,16 @@ fn draw_plots(
             if points.is_empty() {
                 continue;
             }
-            let stem = config.plots_dir.join(&m.model).join(format!("{}-cost", d.dataset));
-            let title = format!("{} · {}: cover-EM against cost per question", display_name(&d.dataset), m.model);
+            let (file, range) = match m.range {
+                scan::Range::Tuning => (format!("{}-cost", d.dataset), String::new()),
+                scan::Range::Test => (format!("test-{}-cost", d.dataset), " (test range)".to_string()),
+            };
+            let stem = config.plots_dir.join(&m.model).join(file);
+            let title =
+                format!("{}{range} · {}: cover-EM against cost per question", display_name(&d.dataset), m.model);
             match draw_cost_accuracy(&title, &points, &stem) {
                 Ok(()) => {
-                    links.insert((m.model.clone(), d.dataset.clone()), relative_to(doc_dir, &stem));
+                    links.insert((m.model.clone(), m.range, d.dataset.clone()), relative_to(doc_dir, &stem));
                     drawn.push(stem);
                 }
                 Err(e) => notes.push(e.to_string()),

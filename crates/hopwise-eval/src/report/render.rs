@@ -7,11 +7,13 @@ use std::fmt::Write as _;
 use crate::bootstrap::RESAMPLES;
 use crate::data::registry::display_name;
 use crate::paired::BASELINE;
+use crate::report::scan::Range;
 use crate::report::tables::{DatasetReport, ModelReport, RowView, Table};
 use crate::summary::{pct_with_interval, render_paired};
 
-/// Where each (model, dataset) plot went, as a path relative to the report file, without extension.
-pub type PlotLinks = BTreeMap<(String, String), String>;
+/// Where each (model, range, dataset) plot went, as a path relative to the report file, without
+/// extension.
+pub type PlotLinks = BTreeMap<(String, Range, String), String>;
 
 const DASH: &str = "–";
 
@@ -46,9 +48,20 @@ fn regex_escape(label: &str) -> String {
 }
 
 /// The `scripts/results.sh` invocation that runs exactly these rows.
-fn command_for(model: &str, dataset: &str, rows: &[RowView]) -> String {
+fn command_for(model: &str, range: Range, dataset: &str, rows: &[RowView]) -> String {
     let labels: Vec<String> = rows.iter().map(|r| regex_escape(&r.label)).collect();
-    format!("HOPWISE_MODEL={model} scripts/results.sh --only '^{}/({})$'", regex_escape(dataset), labels.join("|"))
+    let prefix = if range == Range::Test { "test/" } else { "" };
+    let only = format!("^{prefix}{}/({})$", regex_escape(dataset), labels.join("|"));
+    format!("HOPWISE_MODEL={} scripts/results.sh --only {}", shell_quote(model), shell_quote(&only))
+}
+
+/// `s` as one shell word: as it is when it holds only characters no shell treats specially, else
+/// single-quoted with each `'` written as `'\''`.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/=:,+".contains(&b)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 fn join_distinct(values: impl Iterator<Item = String>) -> Option<String> {
@@ -57,9 +70,9 @@ fn join_distinct(values: impl Iterator<Item = String>) -> Option<String> {
 }
 
 /// Retriever, threads, machine and dates of a table's rows, as far as the rows recorded them.
-fn provenance(model: &str, dataset: &str, table: &Table) -> String {
+fn provenance(model: &str, range: Range, dataset: &str, table: &Table) -> String {
     let with_results: Vec<&RowView> = table.rows.iter().filter(|r| r.results.is_some()).collect();
-    let mut parts = vec![format!("Rows: `{}`", command_for(model, dataset, &table.rows))];
+    let mut parts = vec![format!("Rows: `{}`", command_for(model, range, dataset, &table.rows))];
     let runs = || with_results.iter().filter_map(|r| r.results.and_then(|x| x.run.as_ref()));
     if let Some(retriever) = join_distinct(runs().map(|f| format!("`{}`", f.retriever.as_deref().unwrap_or("none")))) {
         let k = join_distinct(runs().map(|f| f.k.to_string())).unwrap_or_default();
@@ -175,14 +188,14 @@ fn backends(model: &ModelReport) -> Option<String> {
     join_distinct(runs.map(|f| format!("`{}`", f.model)))
 }
 
-fn dataset_section(out: &mut String, model: &str, d: &DatasetReport, plots: &PlotLinks) {
+fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetReport, plots: &PlotLinks) {
     let name = display_name(&d.dataset);
     let _ = writeln!(out, "#### {name} (`{}`)\n", d.dataset);
     if !d.main.rows.is_empty() {
-        let _ = writeln!(out, "{}\n", provenance(model, &d.dataset, &d.main));
+        let _ = writeln!(out, "{}\n", provenance(model, range, &d.dataset, &d.main));
         table(out, &d.main);
     }
-    if let Some(stem) = plots.get(&(model.to_string(), d.dataset.clone())) {
+    if let Some(stem) = plots.get(&(model.to_string(), range, d.dataset.clone())) {
         let _ = writeln!(
             out,
             "![{name}: cover-EM against seconds and tokens per question]({stem}.png)\n\n\
@@ -202,13 +215,14 @@ fn dataset_section(out: &mut String, model: &str, d: &DatasetReport, plots: &Plo
     for t in &d.ablations {
         let strategy = t.ablated.as_deref().unwrap_or_default();
         let _ = writeln!(out, "##### Ablations of `{strategy}` on {name}\n");
-        let _ = writeln!(out, "{}\n", provenance(model, &d.dataset, t));
+        let _ = writeln!(out, "{}\n", provenance(model, range, &d.dataset, t));
         table(out, t);
     }
 }
 
 fn progress(out: &mut String, model: &ModelReport) {
-    let _ = writeln!(out, "#### Progress of `{}`\n", model.model);
+    let range = if model.range == Range::Test { " on the test range" } else { "" };
+    let _ = writeln!(out, "#### Progress of `{}`{range}\n", model.model);
     let rows: Vec<(&str, &RowView)> = model
         .datasets
         .iter()
@@ -279,12 +293,24 @@ pub fn render_section(models: &[ModelReport], plots: &PlotLinks, command: &str) 
         let _ = writeln!(out, "No rows have results yet: run `scripts/results.sh` (see its `--help`).\n");
     }
     for m in models {
-        let _ = writeln!(out, "### `{}`\n", m.model);
+        match m.range {
+            Range::Tuning => {
+                let _ = writeln!(out, "### `{}`: tuning set\n", m.model);
+            }
+            Range::Test => {
+                let _ = writeln!(out, "### `{}`: test range\n", m.model);
+                let _ = writeln!(
+                    out,
+                    "Questions after the tuning set (`results/<model>/test/<dataset>/<row>/`): each row is run \
+                     once with the code its sessions name, and no trace of it is read to change a method.\n"
+                );
+            }
+        }
         if let Some(backends) = backends(m) {
             let _ = writeln!(out, "Backend (from the rows' `run.json`): {backends}.\n");
         }
         for d in &m.datasets {
-            dataset_section(&mut out, &m.model, d, plots);
+            dataset_section(&mut out, &m.model, m.range, d, plots);
         }
         progress(&mut out, m);
     }
@@ -308,11 +334,19 @@ mod tests {
             results: None,
             stale: None,
         };
-        let cmd = command_for("qwen2.5-1.5b", "2wikimultihopqa", &[row("toqd"), row("toqd-no-critique")]);
+        let cmd = command_for("qwen2.5-1.5b", Range::Tuning, "2wikimultihopqa", &[row("toqd"), row("toqd-no-critique")]);
         assert_eq!(
             cmd,
             "HOPWISE_MODEL=qwen2.5-1.5b scripts/results.sh --only '^2wikimultihopqa/(toqd|toqd-no-critique)$'"
         );
+        let cmd = command_for("qwen2.5-1.5b", Range::Test, "hotpotqa", &[row("rtr")]);
+        assert_eq!(cmd, "HOPWISE_MODEL=qwen2.5-1.5b scripts/results.sh --only '^test/hotpotqa/(rtr)$'");
         assert_eq!(regex_escape("a.b+c"), "a\\.b\\+c");
+        // A quote in a name cannot end the quoted word early.
+        let cmd = command_for("m';touch X;'", Range::Tuning, "d", &[row("cot';touch INJECTED;'")]);
+        assert_eq!(
+            cmd,
+            r"HOPWISE_MODEL='m'\'';touch X;'\''' scripts/results.sh --only '^d/(cot'\'';touch INJECTED;'\'')$'"
+        );
     }
 }

@@ -9,7 +9,7 @@ use hopwise_core::Prompts;
 use crate::config::{strategy_prompts_hash, RunFingerprint};
 use crate::paired::{compare, PairedComparison, BASELINE};
 use crate::report::plan::PlannedRow;
-use crate::report::scan::{RowResults, Session};
+use crate::report::scan::{Range, RowResults, Session};
 use crate::results::ResultRecord;
 use crate::summary::{summarize, Cell};
 
@@ -62,6 +62,7 @@ pub struct DatasetReport<'a> {
 #[derive(Debug, Clone)]
 pub struct ModelReport<'a> {
     pub model: String,
+    pub range: Range,
     pub datasets: Vec<DatasetReport<'a>>,
 }
 
@@ -135,14 +136,17 @@ fn paired_with_rtr(dataset: &str, rows: &[RowView]) -> Vec<PairedComparison> {
         .collect()
 }
 
-/// Builds the report of every model that has results, datasets in plan order (others after, by
-/// name).
+/// Builds the report of every model that has results, the tuning set before the test range,
+/// datasets in plan order (others after, by name). Rows planned over questions after the first are
+/// the test range's.
 pub fn build<'a>(plan: &[PlannedRow], found: &'a [RowResults]) -> Vec<ModelReport<'a>> {
-    let models: BTreeSet<&str> = found.iter().map(|r| r.model.as_str()).collect();
-    models
+    let groups: BTreeSet<(&str, Range)> = found.iter().map(|r| (r.model.as_str(), r.range)).collect();
+    groups
         .into_iter()
-        .map(|model| {
-            let of_model: Vec<&RowResults> = found.iter().filter(|r| r.model == model).collect();
+        .map(|(model, range)| {
+            let plan: Vec<PlannedRow> =
+                plan.iter().filter(|p| p.is_test() == (range == Range::Test)).cloned().collect();
+            let of_model: Vec<&RowResults> = found.iter().filter(|r| r.model == model && r.range == range).collect();
             let mut datasets: Vec<String> = Vec::new();
             for d in plan.iter().map(|p| p.dataset.as_str()) {
                 if !datasets.iter().any(|x| x == d) {
@@ -158,10 +162,10 @@ pub fn build<'a>(plan: &[PlannedRow], found: &'a [RowResults]) -> Vec<ModelRepor
                 .iter()
                 .map(|d| {
                     let rows: Vec<&RowResults> = of_model.iter().copied().filter(|r| &r.dataset == d).collect();
-                    dataset_report(d, plan, &rows)
+                    dataset_report(d, &plan, &rows)
                 })
                 .collect();
-            ModelReport { model: model.to_string(), datasets }
+            ModelReport { model: model.to_string(), range, datasets }
         })
         .collect()
 }
@@ -179,6 +183,7 @@ mod tests {
             scores.iter().enumerate().map(|(i, &s)| scored_record("d", &i.to_string(), strategy, s, s)).collect();
         RowResults {
             model: "m".into(),
+            range: Range::Tuning,
             dataset: "d".into(),
             label: label.into(),
             dir: PathBuf::from(label),

@@ -90,6 +90,18 @@ pub(crate) mod test_support {
         let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), rec);
         ctx.with_retriever(retriever.map(|ps| Arc::new(TinyRetriever(ps)) as Arc<dyn Retriever>))
     }
+
+    /// The queries `trace` searched with, in order.
+    pub fn searched_queries(trace: &hopwise_core::Trace) -> Vec<String> {
+        trace
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                hopwise_core::EventKind::Retrieval { query, .. } => Some(query.clone()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,20 @@ pub struct HgotNode {
     pub infer: Option<ThoughtsRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopRecord>,
+    /// Which answer the node kept after INFER, when `keep_probe` compared the two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<KeptAnswer>,
+}
+
+/// The keep-the-Probe rule's decision: the graph's answer replaces the Probe's only when its
+/// confidence is at least as high.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeptAnswer {
+    /// `probe` or `infer`.
+    pub kept: String,
+    pub probe_confidence: f64,
+    pub infer_confidence: f64,
 }
 
 /// PLAN: the steps, how their dependencies were read, and the edges kept.
@@ -124,6 +138,8 @@ pub enum StopReason {
     SingleStep,
     /// A one-step plan that differs enough from its question: expanded.
     Continue,
+    /// The Probe was confident enough (`stop_confidence`).
+    Confident,
     InferFailed,
 }
 
@@ -136,6 +152,11 @@ pub enum StopDetail {
     },
     Budget {
         r_max: u32,
+    },
+    /// The Probe's confidence reached `stop_confidence`.
+    Confidence {
+        confidence: f64,
+        stop_confidence: f64,
     },
     Similarity(SimilarityTest),
     /// The error that ended planning or inference.

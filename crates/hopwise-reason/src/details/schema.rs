@@ -24,9 +24,9 @@ pub enum DetailKind {
 
 pub fn kind_of(strategy: &str) -> DetailKind {
     match strategy {
-        "toqd" | "toqd-noir" => DetailKind::Toqd,
+        "toqd" | "toqd-noir" | "toqd-paper" | "toqd-noir-paper" => DetailKind::Toqd,
         "uar" | "always-retrieve" | "always-retrieve-subquery" | "flare-instruct" => DetailKind::SentenceLoop,
-        "hgot" => DetailKind::Hgot,
+        "hgot" | "hgot-paper" => DetailKind::Hgot,
         _ => DetailKind::Baseline,
     }
 }

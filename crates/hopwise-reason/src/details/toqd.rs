@@ -4,13 +4,17 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hgot::vote::VoteRow;
-use crate::toqd::{Direction, NodeGate};
+use crate::protocol::plan::{AnswerType, QuestionPlan};
+use crate::toqd::NodeGate;
 use crate::uncertainty::Estimator;
 
 /// A ToQD node's detail. Every part is present only where that step ran.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToqdNode {
+    /// On `Q` (or a decomposed node) of `toqd`: the typed plan as the model wrote it and as read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanRecord>,
     /// The closed-book gate that decided whether the node needs evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateRecord>,
@@ -23,23 +27,32 @@ pub struct ToqdNode {
     /// The sink's final answer: sampled summaries and their vote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<SummaryRecord>,
-    /// On the sink of a question that compares the dates or lifespans of two options: what the
-    /// option nodes found and which option that chose.
+    /// On `Q` of a `compare`, `all` or `select` plan: what each option's step found and which
+    /// option (or yes/no) that gave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<ComparisonRecord>,
+    pub decision: Option<DecisionRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ComparisonRecord {
-    /// The two options, as the question names them.
+pub struct PlanRecord {
+    /// The plan call's reply, as the model wrote it.
+    pub reply: String,
+    /// The plan as read and checked (the repairs are in the trace's `repairs`).
+    pub plan: QuestionPlan,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRecord {
+    /// `compare`, `all` or `select`.
+    pub op: String,
+    /// The options, as the question names them.
     pub options: Vec<String>,
-    pub direction: Direction,
-    /// What each option's node found: a date (`YYYY`, `YYYY-MM`, `YYYY-MM-DD`, or `YYYY/YYYY` for a
-    /// decade or century), or for a lifespan its birth and death dates and the whole years between
-    /// (`1909-09-07/2003-09-28 (94 years)`); null where its answer gave none, or several.
-    pub dates: Vec<Option<String>>,
-    /// The option the dates chose; null when they could not (the summary then answers).
+    /// Each option step's answer; null where it gave none.
+    pub found: Vec<Option<String>>,
+    /// The option (or, for `all`, yes or no) the values gave; null when they did not decide (the
+    /// summary then answers).
     pub chosen: Option<String>,
 }
 
@@ -68,8 +81,6 @@ pub struct GateRecord {
     /// The samples' answers, voted.
     pub vote: Vec<VoteRow>,
     pub decision: GateDecision,
-    /// The greedy `NO!`-or-answer reply's answer (gate `both`); null otherwise or when it declined.
-    pub self_verify: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -77,6 +88,9 @@ pub struct GateRecord {
 pub struct ReadingRecord {
     /// The readings, as the model wrote them.
     pub samples: Vec<String>,
+    /// The answer type each reading was read as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_type: Option<AnswerType>,
     pub vote: Vec<VoteRow>,
     /// The winning answer's share of the readings.
     pub confidence: f64,
@@ -93,8 +107,7 @@ pub struct SummaryRecord {
     pub samples: Vec<String>,
     /// The question's own readings (when `answer_first` was unsure) that voted with the summaries.
     pub pooled_readings: usize,
-    /// For a question that names two options: only readings naming one of them voted, as that
-    /// option.
+    /// For a plan with options: only readings naming one of them voted, as that option.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restricted_to: Vec<String>,
     pub vote: Vec<VoteRow>,

@@ -26,6 +26,9 @@ pub struct Demonstration {
     pub passages: Vec<String>,
 }
 
+/// The largest demonstration pool file read.
+pub const MAX_POOL_BYTES: u64 = 16 * 1024 * 1024;
+
 #[derive(Debug, Clone, Default)]
 pub struct DemoPool {
     pub demos: Vec<Demonstration>,
@@ -56,8 +59,21 @@ impl DemoPool {
         Ok(Self { demos, dropped })
     }
 
+    /// Reads a pool file: only a regular file of at most [`MAX_POOL_BYTES`] (a device, a FIFO or a
+    /// huge file is refused before it is read).
     pub fn load(path: &std::path::Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        use std::io::Read;
+        let named = |e: std::io::Error| format!("{}: {e}", path.display());
+        let file = std::fs::File::open(path).map_err(named)?;
+        let meta = file.metadata().map_err(named)?;
+        if !meta.is_file() {
+            return Err(format!("{}: not a regular file", path.display()));
+        }
+        if meta.len() > MAX_POOL_BYTES {
+            return Err(format!("{}: {} bytes; a pool holds at most {MAX_POOL_BYTES}", path.display(), meta.len()));
+        }
+        let mut text = String::new();
+        file.take(MAX_POOL_BYTES + 1).read_to_string(&mut text).map_err(named)?;
         Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -233,6 +249,26 @@ mod tests {
 {"question": "Where was the director of Jaws born?", "rationale": "He was born in Cincinnati [2].", "answer": "Cincinnati", "steps": ["Who directed Jaws?", "Where was he born?"]}
 {"question": "Uncited?", "rationale": "No markers here.", "answer": "x"}
 "#;
+
+    #[test]
+    fn only_bounded_regular_files_are_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let good = dir.path().join("pool.jsonl");
+        std::fs::write(&good, POOL).expect("write");
+        assert_eq!(DemoPool::load(&good).expect("a pool file").demos.len(), 4);
+        let err = DemoPool::load(dir.path()).expect_err("a folder");
+        assert!(err.contains("not a regular file"), "{err}");
+        #[cfg(unix)]
+        {
+            let err = DemoPool::load(std::path::Path::new("/dev/zero")).expect_err("a device");
+            assert!(err.contains("not a regular file"), "{err}");
+        }
+        let big = dir.path().join("big.jsonl");
+        let file = std::fs::File::create(&big).expect("create");
+        file.set_len(MAX_POOL_BYTES + 1).expect("sparse file");
+        let err = DemoPool::load(&big).expect_err("too big");
+        assert!(err.contains("at most"), "{err}");
+    }
 
     #[test]
     fn pool_is_parsed_and_filtered() {

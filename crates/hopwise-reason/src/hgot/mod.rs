@@ -3,14 +3,17 @@
 //! ```text
 //! TRAVERSE(q, depth):
 //!     a, CI, CTX_q = PROBE(q)                 retrieve; m cited thoughts in one request; weighted vote
+//!     if CI ≥ stop_confidence: return         (`hgot` only: a confident node plans nothing)
 //!     if depth ≥ max_depth: return            (checked before PLAN so a leaf costs no planning call;
 //!                                             each PLAN also takes one expansion from `r_max`)
 //!     G = PLAN(q, CTX_q) → SELF-REFLECT → FORMALIZE → repaired DAG of steps
 //!     if G has no steps, or one step close to q: return      (STOP)
 //!     CTX_G = SEARCH(G, depth + 1)            executor: topological order, independent steps together,
 //!                                             each dependent step REWRITTEN with its dependencies' answers
-//!     return INFER(q, CTX_q ∪ CTX_G)          top-K passages by σ; m thoughts; weighted vote
+//!     a', CI' = INFER(q, CTX_q ∪ CTX_G)       top-K passages by σ; m thoughts; weighted vote
+//!     return a' unless keep_probe and CI > CI' (`hgot` only: then the Probe's answer)
 //! ```
+//! `hgot-paper` is Algorithm 1 as published: no `stop_confidence`, no `keep_probe`.
 //! Thoughts are weighed by citation quality, `ρ = α + β·REC + γ·PREC` ([`citations`], [`vote`]);
 //! every Probe/Infer updates the passage scores `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]`, starting from
 //! the search engine's scores divided by the round's best ([`vote::initial_scores`]).
@@ -35,7 +38,7 @@ use serde::Serialize;
 use crate::ctx::Ctx;
 use crate::details::{
     self,
-    hgot::{DemonstrationPool, HgotNode, HgotTrace, SigmaEntry, StopDetail, StopReason, StopRecord},
+    hgot::{DemonstrationPool, HgotNode, HgotTrace, KeptAnswer, SigmaEntry, StopDetail, StopReason, StopRecord},
 };
 use crate::error::{ReasonError, Result};
 use crate::strategy::{Answer, Strategy};
@@ -67,6 +70,7 @@ type PoolVectors = (String, Arc<Vec<Vec<f32>>>);
 
 /// The `hgot` strategy. Build with [`Hgot::new`]; one value answers many questions.
 pub struct Hgot {
+    name: &'static str,
     opts: HgotOptions,
     pool: Option<DemoPool>,
     /// Pool question embeddings, per embedder model, computed on first use.
@@ -76,6 +80,11 @@ pub struct Hgot {
 impl Hgot {
     /// Validates the options and loads the demonstration pool, if any.
     pub fn new(opts: HgotOptions) -> Result<Self> {
+        Self::named("hgot", opts)
+    }
+
+    /// The same strategy under another table name (`hgot-paper`).
+    pub fn named(name: &'static str, opts: HgotOptions) -> Result<Self> {
         opts.validate()?;
         let pool = match &opts.demonstrations {
             Some(path) => {
@@ -92,7 +101,7 @@ impl Hgot {
             }
             None => None,
         };
-        Ok(Self { opts, pool, pool_vectors: tokio::sync::Mutex::new(None) })
+        Ok(Self { name, opts, pool, pool_vectors: tokio::sync::Mutex::new(None) })
     }
 
     pub fn options(&self) -> &HgotOptions {
@@ -190,6 +199,13 @@ impl Run<'_> {
                 }
                 Err(e) => return Err(e),
             };
+            if let Some(tau) = self.hgot.opts.stop_confidence {
+                if !probe.answer.is_empty() && probe.confidence >= tau {
+                    let detail = StopDetail::Confidence { confidence: probe.confidence, stop_confidence: tau };
+                    self.stop(&id, StopReason::Confident, Some(detail), &probe);
+                    return Ok(probe);
+                }
+            }
             let max_depth = self.hgot.opts.max_depth.min(self.ctx.budget().max_depth);
             if depth >= max_depth {
                 self.stop(&id, StopReason::MaxDepth, Some(StopDetail::Depth { depth, max_depth }), &probe);
@@ -232,7 +248,7 @@ impl Run<'_> {
             }
             let solved = self.search(&id, depth, &plan).await?;
             match self.infer(&question, &id, &probe, &solved).await {
-                Ok(outcome) => Ok(outcome),
+                Ok(outcome) => Ok(self.keep_probe(&id, probe, outcome)),
                 Err(e) if !e.is_fatal() => {
                     self.ctx.rec().best_effort(format!("node {id}: infer failed ({e}); kept the probe's answer"));
                     let passages = merge_passages(
@@ -250,7 +266,7 @@ impl Run<'_> {
 #[async_trait]
 impl Strategy for Hgot {
     fn name(&self) -> &str {
-        "hgot"
+        self.name
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
@@ -289,6 +305,30 @@ impl Strategy for Hgot {
 }
 
 impl Run<'_> {
+    /// The keep-the-Probe rule (`keep_probe`): the graph's answer replaces the Probe's only when
+    /// its confidence is at least as high. The decision is recorded on the node.
+    fn keep_probe(&self, id: &str, probe: Outcome, inferred: Outcome) -> Outcome {
+        if !self.hgot.opts.keep_probe || probe.answer.is_empty() {
+            return inferred;
+        }
+        let keep = probe.confidence > inferred.confidence || inferred.answer.is_empty();
+        let record = KeptAnswer {
+            kept: if keep { "probe" } else { "infer" }.to_string(),
+            probe_confidence: probe.confidence,
+            infer_confidence: inferred.confidence,
+        };
+        let answer = if keep { probe.answer.clone() } else { inferred.answer.clone() };
+        self.ctx.rec().update_node(id, |n| {
+            update_detail(n, |d| d.kept = Some(record));
+            n.answer = Some(answer);
+        });
+        if keep {
+            Outcome { passages: inferred.passages, ..probe }
+        } else {
+            inferred
+        }
+    }
+
     /// Whether the demonstration selection fell back to word overlap (noted once per question).
     fn note_demo_fallback(&self, why: &str) {
         if !self.demo_fallback_noted.swap(true, Ordering::SeqCst) {

@@ -44,6 +44,12 @@ pub struct HgotOptions {
     pub top_k: usize,
     /// Most steps kept from one plan.
     pub max_steps: usize,
+    /// Confidence-driven depth: a node whose Probe's confidence (the citation-weighted vote's CI)
+    /// reaches this answers from the Probe and plans nothing. `None` (the paper, `hgot-paper`): depth
+    /// and graph size alone stop the recursion. The default was chosen on the tuning set.
+    pub stop_confidence: Option<f64>,
+    /// After INFER, keep the Probe's answer when its confidence is higher than the graph's.
+    pub keep_probe: bool,
     /// STOP: a one-step plan whose step embeds within this cosine of the question ends the recursion.
     pub stop_cosine: f64,
     /// STOP without an embedder: the same test with word-set Jaccard similarity.
@@ -78,6 +84,8 @@ impl Default for HgotOptions {
             samples: 5,
             shared_sampling: true,
             max_depth: 2,
+            stop_confidence: Some(0.8),
+            keep_probe: true,
             top_k: 5,
             max_steps: 4,
             stop_cosine: 0.9,
@@ -95,6 +103,18 @@ impl Default for HgotOptions {
 }
 
 impl HgotOptions {
+    /// The paper's flow (`hgot-paper`): these options without the confidence-driven additions
+    /// unless they were set explicitly.
+    pub fn paper(mut self, explicit: &serde_json::Map<String, serde_json::Value>) -> Self {
+        if !explicit.contains_key("stop_confidence") {
+            self.stop_confidence = None;
+        }
+        if !explicit.contains_key("keep_probe") {
+            self.keep_probe = false;
+        }
+        self
+    }
+
     /// Checks ranges; every message names the option.
     pub fn validate(&self) -> Result<()> {
         let invalid = |m: String| Err(ReasonError::InvalidOption(format!("strategy `hgot`: {m}")));
@@ -119,7 +139,8 @@ impl HgotOptions {
         if self.top_k == 0 || self.max_steps == 0 || self.demo_count == 0 {
             return invalid("top_k, max_steps and demo_count must be at least 1".into());
         }
-        for (name, v) in [("stop_cosine", self.stop_cosine), ("stop_jaccard", self.stop_jaccard)] {
+        let tau = self.stop_confidence.unwrap_or(0.0);
+        for (name, v) in [("stop_cosine", self.stop_cosine), ("stop_jaccard", self.stop_jaccard), ("stop_confidence", tau)] {
             if !(0.0..=1.0).contains(&v) {
                 return invalid(format!("{name} = {v}: must be in [0, 1]"));
             }

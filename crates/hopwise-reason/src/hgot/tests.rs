@@ -116,9 +116,65 @@ fn context(llm: &ScriptedLlm, nli: Option<Arc<dyn Nli>>) -> Ctx {
         .with_nli(nli)
 }
 
+/// Runs the paper's flow (`hgot-paper`): most tests here check Algorithm 1 itself.
 async fn answer_with(opts: Value, ctx: &Ctx) -> Trace {
-    let strategy = build("hgot", &options(opts)).expect("valid options");
+    answer_as("hgot-paper", opts, ctx).await
+}
+
+async fn answer_as(strategy: &str, opts: Value, ctx: &Ctx) -> Trace {
+    let strategy = build(strategy, &options(opts)).expect("valid options");
     run(strategy.as_ref(), ctx, QUESTION).await.expect("trace")
+}
+
+/// `hgot`: a Probe whose confidence reaches `stop_confidence` answers, and nothing is planned.
+#[tokio::test]
+async fn a_confident_probe_answers_without_a_plan() {
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_as("hgot", serde_json::json!({}), &ctx).await;
+    assert_eq!(trace.answer, "Cincinnati");
+    let record = stop(&trace, "Q");
+    assert_eq!(record.reason, StopReason::Confident);
+    let Some(StopDetail::Confidence { confidence, stop_confidence }) = record.detail else {
+        panic!("the confidence and the threshold are recorded: {record:?}")
+    };
+    assert!(confidence >= stop_confidence && (stop_confidence - 0.8).abs() < 1e-9, "{confidence} {stop_confidence}");
+    assert!(!llm.calls().iter().any(|p| p.contains(PLAN)), "no plan was asked for");
+    assert_eq!(trace.nodes.len(), 1);
+
+    // Above the Probe's confidence, the same question is planned as the paper does.
+    let llm = ScriptedLlm::new().on_fn("", scenario);
+    let ctx = context(&llm, Some(Arc::new(WordNli)));
+    let trace = answer_as("hgot", serde_json::json!({"stop_confidence": 1.0}), &ctx).await;
+    assert!(llm.calls().iter().any(|p| p.contains(PLAN)));
+    assert!(node_detail(&trace, "Q").stop.is_none_or(|s| s.reason != StopReason::Confident));
+}
+
+/// `hgot`: after INFER, the graph's answer replaces the Probe's only when it is at least as
+/// confident; `hgot-paper` always takes the graph's.
+#[tokio::test]
+async fn the_probe_answer_is_kept_over_a_less_confident_graph() {
+    // INFER's thoughts disagree and cite nothing, so its vote is weak.
+    let unsure_infer = |prompt: &str, i: u32| {
+        if prompt.contains(INFER) && !prompt.contains("Hypothesis:") {
+            return if i % 2 == 0 { "Answer: Boston".into() } else { "Answer: Dayton".into() };
+        }
+        scenario(prompt, i)
+    };
+    let run_with = |strategy: &'static str, opts: Value| async move {
+        let llm = ScriptedLlm::new().on_fn("", unsure_infer);
+        let ctx = context(&llm, Some(Arc::new(WordNli)));
+        answer_as(strategy, opts, &ctx).await
+    };
+    let product = run_with("hgot", serde_json::json!({"stop_confidence": 1.0})).await;
+    assert_eq!(product.answer, "Cincinnati");
+    let kept = node_detail(&product, "Q").kept.expect("the decision is recorded");
+    assert_eq!(kept.kept, "probe");
+    assert!(kept.probe_confidence > kept.infer_confidence, "{kept:?}");
+
+    let paper = run_with("hgot-paper", serde_json::json!({})).await;
+    assert_ne!(paper.answer, "Cincinnati", "the paper answers from the graph");
+    assert!(node_detail(&paper, "Q").kept.is_none());
 }
 
 /// The STOP decision recorded on node `node`.

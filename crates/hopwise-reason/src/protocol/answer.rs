@@ -15,27 +15,6 @@
 //!    a template's `<short answer>` slot as `<yes>`). `Washington, D.C.` reads as `Washington, D.C`,
 //!    as it always has.
 
-/// What kind of thing an answer names (the `answer_kind` protocol).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AnswerKind {
-    Person,
-    Place,
-    Other,
-}
-
-/// The kind a reply's first word names (`person`, `place` or `other`, any case, after an optional
-/// `Answer:` label); `None` for anything else.
-pub fn answer_kind(reply: &str) -> Option<AnswerKind> {
-    let text = short_answer(reply).to_ascii_lowercase();
-    let first = text.split(|c: char| !c.is_ascii_alphabetic()).find(|w| !w.is_empty())?;
-    match first {
-        "person" => Some(AnswerKind::Person),
-        "place" => Some(AnswerKind::Place),
-        "other" => Some(AnswerKind::Other),
-        _ => None,
-    }
-}
-
 /// Answer labels, most specific first (see the module docs).
 const LABELS: &[&str] = &[
     "so the final answer is",

@@ -203,14 +203,3 @@ fn questions_are_told_from_statements_and_bare_answers() {
         assert!(!is_question(s), "{s}");
     }
 }
-
-#[test]
-fn answer_kind_reads_the_first_word() {
-    use crate::protocol::answer::{answer_kind, AnswerKind};
-    assert_eq!(answer_kind("person"), Some(AnswerKind::Person));
-    assert_eq!(answer_kind("Place."), Some(AnswerKind::Place));
-    assert_eq!(answer_kind("Answer: other"), Some(AnswerKind::Other));
-    assert_eq!(answer_kind("  PERSON, a film director"), Some(AnswerKind::Person));
-    assert_eq!(answer_kind("It is a person"), None, "the label comes first");
-    assert_eq!(answer_kind(""), None);
-}

@@ -13,19 +13,10 @@ use hopwise_index::{build_dense, build_index, chunk_document, ChunkOptions, Dens
 use hopwise_remote::embed_text;
 use serde_json::Value;
 
-pub const DATA: &str = "/work/shared/data";
-
-/// The data directory: `$HOPWISE_DATA`, else the shared one (next to the repository, or at its
-/// absolute path on the development machines). Without it the repository's sample is used.
-pub fn data_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("HOPWISE_DATA") {
-        return PathBuf::from(d);
-    }
-    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from(DATA)
+/// The evaluation data folder `$HOPWISE_DATA` (holding `hotpotqa.jsonl` and `hotpotqa_corpus.jsonl`),
+/// when set; without it the repository's sample (`data/sample`) is used.
+pub fn data_dir() -> Option<PathBuf> {
+    std::env::var_os("HOPWISE_DATA").map(PathBuf::from)
 }
 
 pub struct Question {
@@ -42,10 +33,9 @@ pub struct Subset {
 }
 
 pub fn hotpotqa_subset(n: usize) -> Option<Subset> {
-    let dir = data_dir();
-    if !dir.join("hotpotqa.jsonl").is_file() {
+    let Some(dir) = data_dir().filter(|d| d.join("hotpotqa.jsonl").is_file()) else {
         return sample_subset(n);
-    }
+    };
     let qs = std::fs::read_to_string(dir.join("hotpotqa.jsonl")).ok()?;
     let corpus = std::fs::read_to_string(dir.join("hotpotqa_corpus.jsonl")).ok()?;
     let mut id_of: HashMap<String, String> = HashMap::new();
@@ -77,7 +67,7 @@ pub fn hotpotqa_subset(n: usize) -> Option<Subset> {
     Some(Subset { questions, passages })
 }
 
-/// Without the shared data (a clean clone in CI): the repository's sample, which holds the
+/// Without `$HOPWISE_DATA`: the repository's sample, which holds the
 /// paragraphs of its 40 HotpotQA questions (`hotpotqa-s*`) and their supporting titles.
 fn sample_subset(n: usize) -> Option<Subset> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/sample");

@@ -28,8 +28,8 @@ const ARGS = [
     page.on("pageerror", (e) => errors.push(String(e)));
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
     await page.goto(base + "/");
-    await page.waitForSelector('#strategy option[value="toqd"]', { state: "attached", timeout: 15000 });
-    await page.selectOption("#strategy", "toqd");
+    await page.waitForSelector('#strategy option[value="toqd-paper"]', { state: "attached", timeout: 15000 });
+    await page.selectOption("#strategy", "toqd-paper");
     await page.fill("#question", question);
     await page.click("#ask");
     // The first node must show up while the question is still being answered.
