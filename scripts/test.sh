@@ -13,3 +13,11 @@ cargo test --workspace --locked -- --test-threads 2
 # The HNSW graph is an opt-in feature of hopwise-index (it would otherwise change shared dependency
 # features and force a llama.cpp rebuild); test it on its own.
 cargo test -p hopwise-index --features hnsw --locked --test dense -- --test-threads 2
+# The Python package, built from this checkout (debug profile, sharing the target directory) into its
+# own virtual environment, then its pytest suite; the parity test compares with this build's CLI.
+venv="$HOPWISE_HOME/venv-python"
+[ -x "$venv/bin/pip" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=7"
+PATH="$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" "$venv/bin/pip" install -q --disable-pip-version-check \
+  --no-build-isolation --force-reinstall --no-deps ./python
+HOPWISE_BIN="$CARGO_TARGET_DIR/debug/hopwise" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

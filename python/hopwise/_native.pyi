@@ -1,0 +1,49 @@
+from typing import Iterator, List, Optional
+
+class HopwiseError(Exception): ...
+class BackendError(HopwiseError): ...
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        model: Optional[str] = None,
+        base_url: Optional[str] = None,
+        index: Optional[str] = None,
+        config: Optional[str] = None,
+        home: Optional[str] = None,
+        strategy: Optional[str] = None,
+        k: Optional[int] = None,
+        threads: Optional[int] = None,
+    ) -> None: ...
+    def ask(
+        self,
+        question: str,
+        *,
+        strategy: Optional[str] = None,
+        options: Optional[str] = None,
+        k: Optional[int] = None,
+        max_llm_calls: Optional[int] = None,
+        max_seconds: Optional[float] = None,
+        no_retrieval: bool = False,
+    ) -> str: ...
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        strategy: Optional[str] = None,
+        options: Optional[str] = None,
+        k: Optional[int] = None,
+        max_llm_calls: Optional[int] = None,
+        max_seconds: Optional[float] = None,
+        no_retrieval: bool = False,
+    ) -> "EventStream": ...
+
+class EventStream(Iterator[str]):
+    def __iter__(self) -> "EventStream": ...
+    def __next__(self) -> str: ...
+
+def graph(trace: str, format: str) -> str: ...
+def strategies() -> str: ...
+def build_index(paths: List[str], dir: str) -> str: ...
+def search(dir: str, query: str, k: int = 5) -> str: ...
