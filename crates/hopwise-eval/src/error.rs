@@ -33,6 +33,8 @@ pub enum EvalError {
          wait for that run to end, or use another --out directory"
     )]
     Busy { out_dir: PathBuf },
+    #[error("`{name}` is being fetched by another `hopwise data fetch` (it holds {dir}/run.lock); wait for it to end")]
+    FetchBusy { name: String, dir: PathBuf },
     #[error("reading {path}: {source}")]
     Read {
         path: PathBuf,

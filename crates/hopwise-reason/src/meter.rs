@@ -117,6 +117,30 @@ impl Meter {
     }
 }
 
+/// Longest model reply a question keeps, in bytes. A reply is copied into several places of a trace
+/// (node answers, details, live events), so one unbounded reply would make an unbounded trace.
+pub const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+/// Cuts each reply of `resp` to [`MAX_REPLY_BYTES`] (at a character boundary), marking the cut;
+/// true when one was cut.
+fn bound_replies(resp: &mut ChatResponse) -> bool {
+    let mut cut_any = false;
+    for choice in &mut resp.choices {
+        if choice.text.len() <= MAX_REPLY_BYTES {
+            continue;
+        }
+        let mut cut = MAX_REPLY_BYTES;
+        while !choice.text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let dropped = choice.text.len() - cut;
+        choice.text.truncate(cut);
+        choice.text.push_str(&format!(" [… {dropped} more bytes cut]"));
+        cut_any = true;
+    }
+    cut_any
+}
+
 #[async_trait]
 impl MeteredModel for Meter {
     fn name(&self) -> &str {
@@ -135,9 +159,14 @@ impl MeteredModel for Meter {
             return Err(Error::Budget(format!("max_llm_calls = {max} reached")));
         }
         let start = self.rec.now_ms();
-        let result = self.llm.chat(&request).await;
-        if let Err(e) = &result {
-            self.note_failure(e);
+        let mut result = self.llm.chat(&request).await;
+        match &mut result {
+            Ok(resp) => {
+                if bound_replies(resp) {
+                    self.rec.note(format!("a `{purpose}` reply over {MAX_REPLY_BYTES} bytes was cut"));
+                }
+            }
+            Err(e) => self.note_failure(e),
         }
         self.record(purpose, node, &request, start, &result);
         result
@@ -149,6 +178,20 @@ mod tests {
     use hopwise_core::scripted::ScriptedLlm;
 
     use super::*;
+
+    #[tokio::test]
+    async fn an_oversized_reply_is_cut_and_the_cut_is_marked() {
+        let rec = Recorder::new("q", "test");
+        let huge = "é".repeat(MAX_REPLY_BYTES);
+        let meter = Meter::new(Arc::new(ScriptedLlm::new().fallback(&huge)), rec.clone(), 2);
+        let resp = meter.send("answer", None, ChatRequest::user("hello")).await.expect("a reply");
+        let text = resp.text();
+        assert!(text.len() < MAX_REPLY_BYTES + 64, "{}", text.len());
+        assert!(text.ends_with(&format!("[… {} more bytes cut]", huge.len() - MAX_REPLY_BYTES)), "{}", &text[text.len() - 40..]);
+        assert!(rec.snapshot().notes.iter().any(|n| n.contains("was cut")));
+        let small = Meter::new(Arc::new(ScriptedLlm::new().fallback("Paris")), rec, 2);
+        assert_eq!(small.send("answer", None, ChatRequest::user("hi")).await.expect("reply").text(), "Paris");
+    }
 
     #[tokio::test]
     async fn counts_records_and_stops_at_the_budget() {

@@ -121,6 +121,12 @@ pub async fn fetch(
             ),
         });
     }
+    // One fetch per dataset at a time: two would write the same `.part` files.
+    std::fs::create_dir_all(&dir).map_err(|e| EvalError::Write { path: dir.clone(), source: e })?;
+    let _lock = crate::lock::RunLock::acquire(&dir).map_err(|e| match e {
+        EvalError::Busy { out_dir } => EvalError::FetchBusy { name: name.to_string(), dir: out_dir },
+        other => other,
+    })?;
     let downloads = dir.join("downloads");
     let mut fetched = Vec::new();
     for file in &entry.files {
@@ -179,4 +185,31 @@ pub async fn fetch(
         corpus_file,
         manifest,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::registry::Registry;
+
+    #[tokio::test]
+    async fn a_second_fetch_of_one_dataset_is_refused_while_the_first_runs() {
+        let text = format!(
+            "[[dataset]]\nname='x'\ntitle='X'\ndescription='d'\nlicense='l'\nhomepage='h'\nformat='hotpotqa'\n\
+             [[dataset.file]]\nname='x.json'\nurl='http://127.0.0.1:9/x'\nsha256='{}'\n",
+            "a".repeat(64)
+        );
+        let registry = Registry::parse(Path::new("r.toml"), &text).expect("registry");
+        let home = tempfile::tempdir().expect("home");
+        let dir = cache::dataset_dir(home.path(), "x");
+        std::fs::create_dir_all(&dir).expect("dataset folder");
+        let first = crate::lock::RunLock::acquire(&dir).expect("the first fetch's lock");
+        let client = reqwest::Client::new();
+        let options = FetchOptions { force: false, allow_unpinned: false, keep_downloads: false };
+        let entry = registry.get("x").expect("entry");
+        let err = fetch(entry, home.path(), options, &client, &|_| {}).await.map(|_| ()).expect_err("busy");
+        assert!(matches!(err, EvalError::FetchBusy { .. }), "{err}");
+        assert!(!dir.join("downloads").exists(), "nothing was downloaded");
+        drop(first);
+    }
 }

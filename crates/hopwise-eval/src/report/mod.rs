@@ -106,12 +106,35 @@ fn draw_plots(
     (links, drawn)
 }
 
+/// A note for each row whose results hold records the tables leave out: records labelled with a
+/// strategy other than the row's, or with another dataset than the row's folder.
+fn left_out_records(models: &[tables::ModelReport]) -> Vec<String> {
+    let mut notes = std::collections::BTreeSet::new();
+    for d in models.iter().flat_map(|m| &m.datasets) {
+        for row in std::iter::once(&d.main).chain(&d.ablations).flat_map(|t| &t.rows) {
+            let Some(found) = row.results else { continue };
+            let foreign =
+                found.records.iter().filter(|r| r.strategy != row.strategy || r.dataset != found.dataset).count();
+            if foreign > 0 {
+                notes.insert(format!(
+                    "{}: {foreign} of {} records are labelled with another strategy than `{}` or another dataset than `{}`; the tables leave them out",
+                    found.dir.display(),
+                    found.records.len(),
+                    row.strategy,
+                    found.dataset
+                ));
+            }
+        }
+    }
+    notes.into_iter().collect()
+}
+
 /// Reads `results/`, draws the plots and rewrites the marked section of the document.
 pub fn write_report(config: &ReportConfig) -> Result<ReportOutcome> {
     let plan = plan::read_plan(&config.plan)?;
     let found = scan::scan(&config.results_dir)?;
     let models = tables::build(&plan, &found);
-    let mut notes = Vec::new();
+    let mut notes = left_out_records(&models);
     let (links, plots) = draw_plots(&models, config, &mut notes);
     let section = render::render_section(&models, &links, &config.command);
     let document = match std::fs::read_to_string(&config.out) {

@@ -267,4 +267,18 @@ mod tests {
         let a = &d.paired[0].accuracy;
         assert_eq!((a.mean, a.wins, a.ties, a.losses), (0.0, 1, 1, 1), "1, 0, 1 against rtr's 1, 1, 0");
     }
+
+    #[test]
+    fn records_of_another_strategy_or_dataset_are_named_not_silently_dropped() {
+        let plan = parse_plan(std::path::Path::new("plan.tsv"), "rtr\td\trtr\t-\t4\n").expect("plan");
+        let mut rtr = found("rtr", "rtr", &[1.0, 0.0, 1.0]);
+        rtr.records[1].strategy = "cot".into();
+        rtr.records[2].dataset = "other".into();
+        let models = build(&plan, std::slice::from_ref(&rtr));
+        let notes = crate::report::left_out_records(&models);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("2 of 3 records"), "{notes:?}");
+        let clean = found("rtr", "rtr", &[1.0]);
+        assert!(crate::report::left_out_records(&build(&plan, std::slice::from_ref(&clean))).is_empty());
+    }
 }
