@@ -16,7 +16,10 @@ cargo test -p hopwise-index --features hnsw --locked --test dense -- --test-thre
 # The Python package, built from this checkout (debug profile, sharing the target directory) into its
 # own virtual environment, then its pytest suite; the parity test compares with this build's CLI.
 venv="$HOPWISE_HOME/venv-python"
-[ -x "$venv/bin/pip" ] || python3 -m venv "$venv"
+if [ ! -x "$venv/bin/pip" ]; then
+  python3 -c 'import ensurepip' 2>/dev/null || { echo "test.sh: Python's venv module is missing (Debian: apt-get install python3-venv)" >&2; exit 1; }
+  python3 -m venv "$venv"
+fi
 "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=7"
 PATH="$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" "$venv/bin/pip" install -q --disable-pip-version-check \
   --no-build-isolation --force-reinstall --no-deps ./python

@@ -27,10 +27,12 @@ __all__ = [
     "BackendError",
     "Citation",
     "Engine",
+    "EvalResult",
     "Event",
     "HopwiseError",
     "Index",
     "Passage",
+    "evaluate",
     "strategies",
 ]
 
@@ -242,3 +244,79 @@ class Index:
 def strategies() -> List[Dict[str, Any]]:
     """Every strategy: ``name``, ``description``, ``needs_retriever``."""
     return json.loads(_native.strategies())
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """What :func:`evaluate` did: job counts, each failed job with its reason, and the summary
+    (one row per dataset and strategy, with means and their intervals)."""
+
+    out: str
+    total: int
+    resumed: int
+    ran: int
+    failures: List[Dict[str, Any]]
+    not_started: int
+    skipped: int
+    summary: Dict[str, Any]
+
+    @property
+    def rows(self) -> List[Dict[str, Any]]:
+        return list(self.summary.get("cells", []))
+
+
+def evaluate(
+    datasets: Union[PathLike, Sequence[PathLike]],
+    strategies: Union[str, Sequence[str]],
+    out: PathLike,
+    *,
+    skip: int = 0,
+    limit: Optional[int] = None,
+    concurrency: int = 1,
+    context: bool = False,
+    cache: bool = True,
+    model: Optional[str] = None,
+    base_url: Optional[str] = None,
+    index: Optional[PathLike] = None,
+    config: Optional[PathLike] = None,
+    home: Optional[PathLike] = None,
+    threads: Optional[int] = None,
+    **options: Any,
+) -> EvalResult:
+    """Runs ``strategies`` over ``datasets`` (files, or names such as ``"hotpotqa"``) and writes
+    the results folder ``out`` exactly as ``hopwise eval`` does; a second call resumes it.
+    ``context=True`` searches each example's own paragraphs instead of an index. Keyword arguments
+    beyond these are strategy options for every strategy."""
+    if isinstance(datasets, (str, os.PathLike)):
+        datasets = [datasets]
+    if isinstance(strategies, str):
+        strategies = [s.strip() for s in strategies.split(",") if s.strip()]
+    raw = json.loads(
+        _native.evaluate(
+            [os.fspath(d) for d in datasets],
+            list(strategies),
+            os.fspath(out),
+            skip=skip,
+            limit=limit,
+            concurrency=concurrency,
+            options=_options(options),
+            context=context,
+            cache=cache,
+            model=model,
+            base_url=base_url,
+            index=os.fspath(index) if index is not None else None,
+            config=os.fspath(config) if config is not None else None,
+            home=os.fspath(home) if home is not None else None,
+            threads=threads,
+        )
+    )
+    return EvalResult(
+        out=os.fspath(out),
+        total=raw["total"],
+        resumed=raw["resumed"],
+        ran=raw["ran"],
+        failures=raw["failures"],
+        not_started=raw["not_started"],
+        skipped=raw["skipped"],
+        summary=raw["summary"],
+    )

@@ -47,3 +47,21 @@ def graph(trace: str, format: str) -> str: ...
 def strategies() -> str: ...
 def build_index(paths: List[str], dir: str) -> str: ...
 def search(dir: str, query: str, k: int = 5) -> str: ...
+def evaluate(
+    datasets: List[str],
+    strategies: List[str],
+    out: str,
+    *,
+    skip: int = 0,
+    limit: Optional[int] = None,
+    concurrency: int = 1,
+    options: Optional[str] = None,
+    context: bool = False,
+    cache: bool = True,
+    model: Optional[str] = None,
+    base_url: Optional[str] = None,
+    index: Optional[str] = None,
+    config: Optional[str] = None,
+    home: Optional[str] = None,
+    threads: Optional[int] = None,
+) -> str: ...

@@ -94,6 +94,7 @@ async fn gate_eval_sweeps_the_gate_in_front_of_a_reader() {
             prediction: prediction.into(),
             gold: Vec::new(),
             metrics: hopwise_eval::results::RecordMetrics { cover_em: score, f1: score, ..Default::default() },
+            confidence: None,
             retrieval: None,
             stats: hopwise_core::Stats { llm_calls: 1, retrieval_rounds: 1, ..Default::default() },
             seconds: 1.0,

@@ -238,3 +238,43 @@ fn hgot_with_the_local_model_records_hierarchy_votes_and_passage_scores() {
     assert!(trace.stats.nli_calls <= 8, "the NLI budget holds");
     evidence_is_from_the_sample(&trace);
 }
+
+/// The peers through the real model, each with a small budget: every retrieval round is recorded
+/// with evidence from the sample corpus and every call is counted. The model's wording is not
+/// asserted: a run without an answer still writes its trace (and exits 1).
+#[test]
+fn the_peers_with_the_local_model() {
+    let _one_model_at_a_time = MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let index = sample_index(tmp.path());
+    for (strategy, option, calls_range, min_rounds) in [
+        ("ircot", "max_steps=2", 1..=3, 1),
+        ("iter-retgen", "iterations=2", 2..=2, 2),
+        ("search-agent", "max_searches=2", 1..=4, 0),
+    ] {
+        let out = hopwise()
+            .args(["ask", QUESTION, "--strategy", strategy, "--model", "qwen2.5-0.5b", "--json", "--opt", option])
+            .arg("--index")
+            .arg(&index)
+            .output()
+            .expect("ask");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() || stderr.contains("no answer could be produced"), "{strategy}: {stderr}");
+        let trace: Trace = serde_json::from_slice(&out.stdout).expect("stdout is the trace");
+        assert_eq!(trace.strategy, strategy);
+        assert_eq!(trace.model, "local:qwen2.5-0.5b");
+        let calls = trace.events.iter().filter(|e| matches!(e.kind, EventKind::LlmCall { .. })).count() as u64;
+        assert_eq!(calls, trace.stats.llm_calls, "{strategy}");
+        assert!(calls_range.contains(&calls), "{strategy}: {calls} calls");
+        let rounds = trace.events.iter().filter(|e| matches!(e.kind, EventKind::Retrieval { .. })).count() as u64;
+        assert_eq!(rounds, trace.stats.retrieval_rounds, "{strategy}");
+        assert!(rounds >= min_rounds, "{strategy}: {rounds} searches");
+        evidence_is_from_the_sample(&trace);
+        if strategy == "search-agent" {
+            let constrained = trace.events.iter().any(
+                |e| matches!(&e.kind, EventKind::LlmCall { purpose, grammar: true, .. } if purpose == "agent_turn"),
+            );
+            assert!(constrained, "the agent's turns are constrained by the tag grammar on the local engine");
+        }
+    }
+}

@@ -40,6 +40,9 @@ pub struct ResultRecord {
     pub prediction: String,
     pub gold: Vec<String>,
     pub metrics: RecordMetrics,
+    /// The confidence the strategy gave its answer, when it gives one (HGOT, ToQD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
     /// Retrieval quality of the passages the strategy used, when it retrieved and gold evidence is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<RetrievalScores>,
@@ -190,6 +193,7 @@ pub(crate) fn scored_record(dataset: &str, id: &str, strategy: &str, accuracy: f
         prediction: "p".into(),
         gold: vec!["g".into()],
         metrics: RecordMetrics { accuracy, cover_em: accuracy, em: accuracy, f1, rouge_l: 0.0, label_accuracy: None },
+        confidence: None,
         retrieval: None,
         stats: Stats::default(),
         seconds: 1.0,
@@ -214,6 +218,7 @@ mod tests {
             prediction: "p".into(),
             gold: vec!["g".into()],
             metrics: RecordMetrics::default(),
+            confidence: None,
             retrieval: None,
             stats: Stats::default(),
             seconds: 0.5,

@@ -345,6 +345,7 @@ pub fn score_record(
         prediction: trace.answer.clone(),
         gold: ex.answers.clone(),
         metrics,
+        confidence: trace.confidence,
         retrieval: retrieval_of(ex, trace, retrieval_k),
         stats: trace.stats.clone(),
         seconds,

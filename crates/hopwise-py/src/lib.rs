@@ -16,6 +16,7 @@ use hopwise_core::graph_text::{self, GraphFormat};
 use hopwise_core::{Event, Retriever, Trace};
 use hopwise_reason::strategy::STRATEGIES;
 use hopwise_reason::{ReasonError, Request, Runtime};
+use hopwise_runtime::eval::{evaluate as evaluate_plan, outcome_json, EvalPlan};
 use hopwise_runtime::Needs;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -104,6 +105,21 @@ fn answered(trace: &Trace) -> PyResult<String> {
     serde_json::to_string(&serde_json::json!({"trace": trace, "citations": citations})).map_err(json_err)
 }
 
+/// The config file (`path`, else `$HOPWISE_CONFIG`, else `./hopwise.toml`) with `overrides` laid over it.
+fn configure(path: Option<PathBuf>, overrides: &Overrides) -> PyResult<Config> {
+    let mut config = Config::load(path.as_deref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    config.apply(overrides).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(config)
+}
+
+fn async_runtime() -> PyResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| HopwiseError::new_err(format!("cannot start the async runtime: {e}")))
+}
+
 /// Configuration, backends and a tokio runtime, built once; questions are asked of it.
 #[pyclass(module = "hopwise._native", frozen)]
 struct Engine {
@@ -166,15 +182,10 @@ impl Engine {
         k: Option<usize>,
         threads: Option<u32>,
     ) -> PyResult<Self> {
-        let mut cfg = Config::load(config.as_deref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let explicit_index = index.is_some();
         let overrides = Overrides { home, model, base_url, index, strategy, k, threads, ..Overrides::default() };
-        cfg.apply(&overrides).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let tokio = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| HopwiseError::new_err(format!("cannot start the async runtime: {e}")))?;
+        let cfg = configure(config, &overrides)?;
+        let tokio = async_runtime()?;
         let retriever = explicit_index
             || cfg.retriever.is_remote()
             || cfg.index_dir().join(hopwise_index::layout::META_FILE).is_file();
@@ -327,6 +338,42 @@ fn search(py: Python<'_>, dir: PathBuf, query: String, k: usize) -> PyResult<Str
     serde_json::to_string(&passages).map_err(json_err)
 }
 
+/// Runs `strategies` over `datasets` into the results folder `out`, as `hopwise eval` does
+/// (resumable: finished jobs are kept); returns the outcome as JSON.
+#[pyfunction]
+#[pyo3(signature = (datasets, strategies, out, *, skip=0, limit=None, concurrency=1, options=None, context=false, cache=true, model=None, base_url=None, index=None, config=None, home=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn evaluate(
+    py: Python<'_>,
+    datasets: Vec<PathBuf>,
+    strategies: Vec<String>,
+    out: PathBuf,
+    skip: usize,
+    limit: Option<usize>,
+    concurrency: usize,
+    options: Option<String>,
+    context: bool,
+    cache: bool,
+    model: Option<String>,
+    base_url: Option<String>,
+    index: Option<PathBuf>,
+    config: Option<PathBuf>,
+    home: Option<PathBuf>,
+    threads: Option<u32>,
+) -> PyResult<String> {
+    let options = match options.as_deref().map(serde_json::from_str) {
+        None => serde_json::Map::new(),
+        Some(Ok(serde_json::Value::Object(map))) => map,
+        Some(_) => return Err(PyValueError::new_err("options must be a JSON object of strategy options")),
+    };
+    let cfg = configure(config, &Overrides { home, model, base_url, index, threads, ..Overrides::default() })?;
+    let plan = EvalPlan { datasets, strategies, out, skip, limit, concurrency, options, context, cache, ..EvalPlan::default() };
+    let tokio = async_runtime()?;
+    let mut task = tokio.spawn(async move { evaluate_plan(cfg, &plan, &hopwise_eval::NoProgress).await });
+    let outcome = wait(py, &tokio, &mut task)?.map_err(py_err)?;
+    serde_json::to_string(&outcome_json(&outcome)).map_err(json_err)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
@@ -335,6 +382,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(build_index, m)?)?;
     m.add_function(wrap_pyfunction!(search, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add("HopwiseError", m.py().get_type::<HopwiseError>())?;
     m.add("BackendError", m.py().get_type::<BackendError>())?;
     Ok(())

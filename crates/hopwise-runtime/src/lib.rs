@@ -4,6 +4,7 @@
 //! table.
 
 pub mod backends;
+pub mod eval;
 
 use std::sync::Arc;
 

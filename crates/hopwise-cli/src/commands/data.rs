@@ -10,19 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{DataCommand, DataDemosArgs, DataFetchArgs, DataListArgs};
 
-/// The evaluation data directory, where bare dataset names are looked up first.
-pub const DATA_DIR_ENV: &str = "HOPWISE_DATA";
-/// A registry file replacing the built-in one (`--registry` of `hopwise data`).
-pub const REGISTRY_ENV: &str = "HOPWISE_DATA_REGISTRY";
-
-/// Resolves `--dataset` arguments: files stay files, names find their file (see
-/// [`hopwise_eval::data::resolve_dataset`]).
-pub fn resolve_datasets(config: &Config, args: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let registry = Registry::load(std::env::var_os(REGISTRY_ENV).map(PathBuf::from).as_deref())?;
-    let data_dir = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from);
-    let home = config.home_dir();
-    args.iter().map(|a| data::resolve_dataset(a, &home, data_dir.as_deref(), &registry).map_err(Into::into)).collect()
-}
+pub use hopwise_runtime::eval::resolve_datasets;
 
 pub async fn run(config: &Config, command: DataCommand) -> Result<ExitCode> {
     match command {

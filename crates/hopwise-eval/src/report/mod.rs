@@ -8,6 +8,7 @@
 //! The cost-accuracy plots ([`crate::cost_plot`]) are drawn per model and dataset into the plots
 //! directory and linked from the section.
 
+pub mod calibration;
 pub mod plan;
 pub mod render;
 pub mod scan;

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use crate::bootstrap::RESAMPLES;
 use crate::data::registry::display_name;
 use crate::paired::BASELINE;
+use crate::report::calibration;
 use crate::report::scan::Range;
 use crate::report::tables::{DatasetReport, ModelReport, RowView, Table};
 use crate::summary::{pct_with_interval, render_paired};
@@ -211,6 +212,22 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
              EM gives no credit to an answer that only contains a gold alias, such as a sentence or a list):\n"
         );
         render_paired(out, &d.paired);
+    }
+    let calibrated: Vec<(String, calibration::Reliability)> = d
+        .main
+        .rows
+        .iter()
+        .filter_map(|r| calibration::reliability(&r.records()).map(|c| (r.label.clone(), c)))
+        .collect();
+    if !calibrated.is_empty() {
+        let _ = writeln!(
+            out,
+            "Calibration on {name}: the rows whose answers carry a confidence, in {} equal-width bins of it; each \
+             bin's EM (its records in brackets) and the expected calibration error (ECE: the bins' \
+             |confidence − EM| weighted by their share of the records; 0 is perfectly calibrated):\n",
+            calibration::BINS
+        );
+        calibration::render(out, &calibrated);
     }
     for t in &d.ablations {
         let strategy = t.ablated.as_deref().unwrap_or_default();

@@ -38,7 +38,7 @@ impl RowView<'_> {
         self.results.map_or(&[], |r| r.sessions.as_slice())
     }
 
-    fn records(&self) -> Vec<&ResultRecord> {
+    pub(crate) fn records(&self) -> Vec<&ResultRecord> {
         self.results.map_or_else(Vec::new, |r| r.records.iter().filter(|x| x.strategy == self.strategy).collect())
     }
 }

@@ -299,6 +299,9 @@ impl Strategy for Hgot {
         let outcome = outcome?;
         if outcome.answer.is_empty() {
             ctx.rec().best_effort("no thought gave an answer");
+        } else {
+            // The answer's confidence index: its citation-weighted share of the root's vote.
+            ctx.rec().set_confidence(outcome.confidence);
         }
         Ok(Answer { text: outcome.answer, rationale: outcome.rationale })
     }
