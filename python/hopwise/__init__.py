@@ -124,6 +124,25 @@ def _options(options: Dict[str, Any]) -> Optional[str]:
     return json.dumps(options) if options else None
 
 
+def _request(
+    strategy: Optional[str],
+    k: Optional[int],
+    max_llm_calls: Optional[int],
+    max_seconds: Optional[float],
+    no_retrieval: bool,
+    options: Dict[str, Any],
+) -> Dict[str, Any]:
+    """The native keyword arguments of one question."""
+    return {
+        "strategy": strategy,
+        "options": _options(options),
+        "k": k,
+        "max_llm_calls": max_llm_calls,
+        "max_seconds": max_seconds,
+        "no_retrieval": no_retrieval,
+    }
+
+
 class Engine:
     """Configuration and backends, built once; ask it questions.
 
@@ -169,16 +188,8 @@ class Engine:
     ) -> Answer:
         """Answers ``question``. Keyword arguments beyond these are the strategy's options
         (``hopwise strategies`` lists them); a bad one raises ``ValueError`` before any work."""
-        text = self._native.ask(
-            question,
-            strategy=strategy,
-            options=_options(options),
-            k=k,
-            max_llm_calls=max_llm_calls,
-            max_seconds=max_seconds,
-            no_retrieval=no_retrieval,
-        )
-        return Answer._from_json(text)
+        request = _request(strategy, k, max_llm_calls, max_seconds, no_retrieval, options)
+        return Answer._from_json(self._native.ask(question, **request))
 
     def ask_stream(
         self,
@@ -192,16 +203,8 @@ class Engine:
         **options: Any,
     ) -> Iterator[Event]:
         """Answers ``question``, yielding each step as it happens and the answer last."""
-        stream = self._native.ask_stream(
-            question,
-            strategy=strategy,
-            options=_options(options),
-            k=k,
-            max_llm_calls=max_llm_calls,
-            max_seconds=max_seconds,
-            no_retrieval=no_retrieval,
-        )
-        for text in stream:
+        request = _request(strategy, k, max_llm_calls, max_seconds, no_retrieval, options)
+        for text in self._native.ask_stream(question, **request):
             yield Event._from_json(text)
 
     async def aask(self, question: str, strategy: Optional[str] = None, **kwargs: Any) -> Answer:
