@@ -287,6 +287,18 @@ pub fn supporting_passages(trace: &Trace) -> Vec<String> {
 }
 
 impl Trace {
+    /// Why the trace has no answer (its notes, else an empty reply), or `None` when it has one.
+    pub fn missing_answer_reason(&self) -> Option<String> {
+        if !self.answer.trim().is_empty() {
+            return None;
+        }
+        Some(if self.notes.is_empty() {
+            format!("the model replied with nothing ({} model calls)", self.stats.llm_calls)
+        } else {
+            self.notes.join("; ")
+        })
+    }
+
     /// The first backend failure recorded (a model call's or a search's error message): why a
     /// question without an answer has none.
     pub fn first_backend_failure(&self) -> Option<&str> {
@@ -501,6 +513,17 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_answer_says_why_from_the_notes_or_the_empty_reply() {
+        let mut t = Trace { answer: "Rush".into(), ..Trace::default() };
+        assert_eq!(t.missing_answer_reason(), None);
+        t.answer = "  ".into();
+        t.stats.llm_calls = 2;
+        assert_eq!(t.missing_answer_reason().as_deref(), Some("the model replied with nothing (2 model calls)"));
+        t.notes = vec!["budget spent".into(), "no thought gave an answer".into()];
+        assert_eq!(t.missing_answer_reason().as_deref(), Some("budget spent; no thought gave an answer"));
+    }
 
     #[test]
     fn trace_round_trips_through_json() {

@@ -90,16 +90,11 @@ fn wait<T: Send + 'static>(py: Python<'_>, tokio: &tokio::runtime::Runtime, hand
 /// rests on. A question without an answer is an error, as it is for the CLI and the server: a
 /// `BackendError` when a backend failed, else a `HopwiseError`.
 fn answered(trace: &Trace) -> PyResult<String> {
-    if trace.answer.trim().is_empty() {
-        if let Some(failure) = trace.first_backend_failure() {
-            return Err(BackendError::new_err(format!("no answer could be produced: {failure}")));
-        }
-        let why = if trace.notes.is_empty() {
-            format!("the model replied with nothing ({} model calls)", trace.stats.llm_calls)
-        } else {
-            trace.notes.join("; ")
-        };
-        return Err(HopwiseError::new_err(format!("no answer could be produced: {why}")));
+    if let Some(why) = trace.missing_answer_reason() {
+        return Err(match trace.first_backend_failure() {
+            Some(failure) => BackendError::new_err(format!("no answer could be produced: {failure}")),
+            None => HopwiseError::new_err(format!("no answer could be produced: {why}")),
+        });
     }
     let citations: Vec<_> = trace.supporting().into_iter().cloned().collect();
     serde_json::to_string(&serde_json::json!({"trace": trace, "citations": citations})).map_err(json_err)

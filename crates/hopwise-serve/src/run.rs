@@ -150,11 +150,7 @@ fn answered_or_upstream_failure(mut trace: Trace) -> Result<Trace> {
             return Err(ServeError::Upstream(failure.to_string()));
         }
         // An empty answer is no answer, whatever the cause: a client must not read it as one.
-        let why = if trace.notes.is_empty() {
-            format!("the model replied with nothing ({} model calls)", trace.stats.llm_calls)
-        } else {
-            trace.notes.join("; ")
-        };
+        let why = trace.missing_answer_reason().unwrap_or_default();
         return Err(ServeError::Upstream(format!("no answer could be produced: {why}")));
     }
     if let Some(failure) = trace.first_backend_failure() {

@@ -54,12 +54,7 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
         print!("{}", safe(&render_trace(&trace)));
     }
     // No answer is a failure whatever the cause, so scripts can tell it from an answer.
-    if trace.answer.trim().is_empty() {
-        let why = if trace.notes.is_empty() {
-            format!("the model replied with nothing ({} model calls)", trace.stats.llm_calls)
-        } else {
-            trace.notes.join("; ")
-        };
+    if let Some(why) = trace.missing_answer_reason() {
         eprintln!("error: no answer could be produced: {}", safe(&why));
         return Ok(ExitCode::FAILURE);
     }
