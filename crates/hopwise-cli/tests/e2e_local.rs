@@ -29,7 +29,9 @@ fn ask_local(index: &Path, strategy: &str, extra: &[&str]) -> Trace {
         .expect("ask");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("not installed"), "the test model is missing; run `hopwise setup --fetch qwen2.5-0.5b`");
-    assert!(out.status.success(), "{stderr}");
+    // The assertions are on the trace, not the model's wording: a run whose small model gave no
+    // answer still writes its whole trace and says why (exit 1).
+    assert!(out.status.success() || stderr.contains("no answer could be produced"), "{stderr}");
     serde_json::from_slice(&out.stdout).expect("stdout is the trace")
 }
 
