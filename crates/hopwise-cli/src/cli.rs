@@ -470,6 +470,10 @@ pub struct ServeArgs {
     /// Connections open at once; more are answered 503 and closed.
     #[arg(long, env = "HOPWISE_SERVE_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Connections open at once from one client address (default 64); behind a reverse proxy, where
+    /// every client has the proxy's address, set it to --max-connections.
+    #[arg(long, env = "HOPWISE_SERVE_MAX_CONNECTIONS_PER_PEER")]
+    pub max_connections_per_peer: Option<usize>,
     /// Seconds a client has to send its request headers, and then its body (the connection is closed; 408).
     #[arg(long, env = "HOPWISE_SERVE_READ_TIMEOUT_SECS")]
     pub read_timeout_secs: Option<u64>,

@@ -17,7 +17,9 @@ use hopwise_models::testing::MockOpenAiServer;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-/// Serves `files` by path; `/truncated/<name>` announces 1,000 bytes more than it sends, then hangs up.
+/// Serves `files` by path; `/truncated/<name>` announces 1,000 bytes more than it sends, then hangs up;
+/// `/unframed/<name>` sends half of the file with no length at all and hangs up (the body ends at the
+/// close, so the cut cannot be seen in the transfer).
 struct FileServer {
     base: String,
     requests: Arc<AtomicUsize>,
@@ -44,6 +46,11 @@ impl FileServer {
                     Some(rest) => (rest.to_string(), true),
                     None => (path.clone(), false),
                 };
+                if let Some(body) = path.strip_prefix("/unframed/").and_then(|name| files.get(name)) {
+                    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n");
+                    let _ = stream.write_all(&body[..body.len() / 2]);
+                    continue;
+                }
                 let Some(body) = files.get(name.trim_start_matches('/')) else {
                     let _ =
                         stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
@@ -407,6 +414,50 @@ fn a_checksum_mismatch_or_a_truncated_transfer_leaves_nothing_cached() {
     let out = run(cmd);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(lines(&dir.join("hotpotqa.jsonl")).len(), 2);
+}
+
+/// An unpinned file sent without its length is refused even with `--allow-unpinned`: a cut-off
+/// transfer would pass for the whole file.
+#[test]
+fn an_unpinned_file_sent_without_its_length_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let files = releases();
+    let server = FileServer::start(files.clone());
+    let registry_path = tmp.path().join("unframed.toml");
+    let toml = format!(
+        "[[dataset]]\nname = \"bamboogle\"\ntitle = \"Bamboogle\"\ndescription = \"test\"\nlicense = \"test\"\n\
+         homepage = \"http://127.0.0.1/\"\nformat = \"bamboogle\"\n[[dataset.file]]\nname = \"bamboogle.csv\"\n\
+         url = \"{}\"\nunpinned = \"a sheet export\"\n",
+        server.url("unframed/bamboogle.csv")
+    );
+    std::fs::write(&registry_path, toml).expect("registry");
+    let home = tmp.path().join("home");
+    let mut cmd = hopwise(&home, &registry_path);
+    cmd.args(["data", "fetch", "--allow-unpinned", "bamboogle"]);
+    let out = run(cmd);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without its length") && err.contains("pin"), "{err}");
+    let dir = data_dir(&home, "bamboogle");
+    assert!(!dir.join("bamboogle.jsonl").exists() && !dir.join("downloads/bamboogle.csv").exists());
+    assert!(!dir.join("downloads/bamboogle.csv.part").exists(), "the partial file is deleted");
+
+    // A file larger than its registry's `max_size` is refused before its bytes reach the disk.
+    let toml = format!(
+        "[[dataset]]\nname = \"bamboogle\"\ntitle = \"Bamboogle\"\ndescription = \"test\"\nlicense = \"test\"\n\
+         homepage = \"http://127.0.0.1/\"\nformat = \"bamboogle\"\n[[dataset.file]]\nname = \"bamboogle.csv\"\n\
+         url = \"{}\"\nsha256 = \"{}\"\nchecksum_source = \"the test\"\nmax_size = 10\n",
+        server.url("bamboogle.csv"),
+        sha256(&files["bamboogle.csv"])
+    );
+    std::fs::write(&registry_path, toml).expect("registry");
+    let mut cmd = hopwise(&home, &registry_path);
+    cmd.args(["data", "fetch", "bamboogle"]);
+    let out = run(cmd);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("more than the 10"), "{err}");
+    assert!(!dir.join("downloads/bamboogle.csv").exists() && !dir.join("downloads/bamboogle.csv.part").exists());
 }
 
 /// `hopwise data demos` writes a pool from the examples after the evaluated ones, and `hgot` shows

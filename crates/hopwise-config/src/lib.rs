@@ -295,6 +295,9 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Open connections at once; more are closed as soon as they are accepted.
     pub max_connections: usize,
+    /// Open connections at once from one client address. Behind a reverse proxy every client has
+    /// the proxy's address: set it to `max_connections` there.
+    pub max_connections_per_peer: usize,
     /// A request's headers, and then its body, must each arrive within this many seconds: the
     /// connection is closed (slow headers) or answered 408 (slow body).
     pub read_timeout_secs: u64,
@@ -321,6 +324,7 @@ impl Default for ServeConfig {
             timeout_secs: 300,
             max_body_bytes: 64 * 1024,
             max_connections: 512,
+            max_connections_per_peer: 64,
             read_timeout_secs: 10,
         }
     }
@@ -356,6 +360,9 @@ impl ServeConfig {
         if let Some(c) = o.max_connections {
             self.max_connections = c;
         }
+        if let Some(c) = o.max_connections_per_peer {
+            self.max_connections_per_peer = c;
+        }
         if let Some(t) = o.read_timeout_secs {
             self.read_timeout_secs = t;
         }
@@ -373,6 +380,7 @@ impl ServeConfig {
         in_range("serve.timeout_secs", self.timeout_secs, 1, MAX_SERVE_TIMEOUT_SECS)?;
         in_range("serve.max_body_bytes", self.max_body_bytes, 256, MAX_SERVE_BODY_BYTES)?;
         in_range("serve.max_connections", self.max_connections, 1, MAX_SERVE_CONNECTIONS)?;
+        in_range("serve.max_connections_per_peer", self.max_connections_per_peer, 1, MAX_SERVE_CONNECTIONS)?;
         in_range("serve.read_timeout_secs", self.read_timeout_secs, 1, MAX_SERVE_READ_TIMEOUT_SECS)?;
         if self.token_env.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(ConfigError::Invalid("serve.token_env is empty; name an environment variable".into()));
@@ -404,6 +412,7 @@ pub struct ServeOverrides {
     pub timeout_secs: Option<u64>,
     pub max_body_bytes: Option<usize>,
     pub max_connections: Option<usize>,
+    pub max_connections_per_peer: Option<usize>,
     pub read_timeout_secs: Option<u64>,
 }
 
@@ -601,7 +610,8 @@ impl Config {
                 name: name.clone(),
                 hint: closest_strategy(name).map(|n| format!(" (did you mean `{n}`?)")).unwrap_or_default(),
             })?;
-            row.build(options).map_err(|e| ConfigError::StrategyOptions { name: name.clone(), message: e.to_string() })?;
+            row.build(options)
+                .map_err(|e| ConfigError::StrategyOptions { name: name.clone(), message: e.to_string() })?;
         }
         Ok(())
     }
@@ -783,6 +793,7 @@ mod tests {
             "[serve]\nmax_concurrency = 2305843009213693952",
             "[serve]\ntimeout_secs = 18446744073709551615",
             "[serve]\nmax_connections = 0",
+            "[serve]\nmax_connections_per_peer = 0",
             "[serve]\nread_timeout_secs = 0",
             "[serve]\nmax_body_bytes = 9223372036854775807",
             "[llms.x]\nkind = \"openai\"\nmodel = \"m\"\nmax_in_flight = 2305843009213693952",

@@ -79,7 +79,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .fallback("Rush")
         .latency(latency);
     let state = AppState::builder(Arc::new(llm))
-        .limits(Limits { max_concurrency: args.max_concurrency, ..Limits::default() })
+        // Every client is on this host: the per-address connection cap would measure itself.
+        .limits(Limits { max_concurrency: args.max_concurrency, max_connections_per_peer: 4096, ..Limits::default() })
         .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

@@ -24,6 +24,9 @@ pub enum ServeError {
     Unauthorized,
     #[error("the server is answering as many questions as it is configured to ({limit}); retry later")]
     Busy { limit: usize, retry_after_secs: u64 },
+    /// A connection from the reserve kept for health checks asked for something else.
+    #[error("every connection slot is taken, so this connection answers only /healthz; retry later")]
+    ConnectionsFull { retry_after_secs: u64 },
     #[error("the question was not answered within {0} s")]
     Timeout(u64),
     /// The model or retrieval backend failed and no answer could be produced.
@@ -63,7 +66,7 @@ impl ServeError {
             Self::UnknownStrategy(_) => StatusCode::BAD_REQUEST,
             Self::ModelNotFound(_) => StatusCode::NOT_FOUND,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Busy { .. } | Self::ConnectionsFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::Upstream(_) => StatusCode::BAD_GATEWAY,
             Self::Internal(_) | Self::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -80,7 +83,7 @@ impl ServeError {
             Self::UnknownStrategy(_) => "unknown_strategy",
             Self::ModelNotFound(_) => "model_not_found",
             Self::Unauthorized => "authentication_error",
-            Self::Busy { .. } => "overloaded",
+            Self::Busy { .. } | Self::ConnectionsFull { .. } => "overloaded",
             Self::Timeout(_) => "timeout",
             Self::Upstream(_) => "upstream_error",
             Self::Internal(_) | Self::Io(_) => "internal_error",
@@ -131,7 +134,7 @@ impl IntoResponse for ServeError {
     fn into_response(self) -> Response {
         let mut response = (self.status(), axum::Json(self.public_body())).into_response();
         match &self {
-            Self::Busy { retry_after_secs, .. } => {
+            Self::Busy { retry_after_secs, .. } | Self::ConnectionsFull { retry_after_secs } => {
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
             }
             Self::Unauthorized => {

@@ -13,10 +13,14 @@
 //! (504); a client that disconnects cancels its question. A question left without an answer by a
 //! failing backend is a 502; backend messages reach the server log, never the client.
 //!
-//! Slow and hostile clients: at most `max_connections` connections are open at once, headers and
-//! then the body must each arrive within `read_timeout`, and bodies are capped at `max_body_bytes`.
+//! Slow and hostile clients: at most `max_connections` connections are open at once and at most
+//! `max_connections_per_peer` from one address, a small reserve beyond them answers only `/healthz`,
+//! headers and then the body must each arrive within `read_timeout`, and bodies are capped at
+//! `max_body_bytes`. At startup the open-file limit is raised to fit the connections, or the
+//! connection limit lowered to fit it (with a warning).
 
 mod api;
+mod descriptors;
 pub mod error;
 mod listen;
 mod metrics;
@@ -34,6 +38,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use error::{Result, ServeError};
+pub use listen::HEALTH_RESERVE;
 pub use metrics::{Metrics, ProcessUsage};
 pub use run::AskRequest;
 pub use state::{AppState, AppStateBuilder, Defaults, Limits};
@@ -77,15 +82,23 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// What a connection from the health-check reserve may ask: `/healthz`, and nothing else.
+fn health_router(state: &AppState) -> Router {
+    let retry_after_secs = state.limits().retry_after_secs;
+    Router::new()
+        .route("/healthz", get(api::healthz))
+        .fallback(move || async move { ServeError::ConnectionsFull { retry_after_secs } })
+}
+
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish.
-/// Connections are limited to `max_connections`, and each must send its headers within
-/// `read_timeout` (see `listen`).
+/// Connections are limited to `max_connections` (`max_connections_per_peer` from one address), and
+/// each must send its headers within `read_timeout` (see `listen`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    listen::serve(listener, router(state.clone()), state, shutdown).await
+    listen::serve(listener, router(state.clone()), health_router(&state), state, shutdown).await
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -24,6 +24,9 @@ pub struct Limits {
     pub retry_after_secs: u64,
     /// Connections open at once; one more is answered 503 and closed.
     pub max_connections: usize,
+    /// Connections open at once from one client address (behind a reverse proxy every client has
+    /// the proxy's address: raise it to `max_connections` there).
+    pub max_connections_per_peer: usize,
     /// Headers, and then the body, must each arrive within this (the connection is closed; 408).
     pub read_timeout: Duration,
 }
@@ -36,6 +39,7 @@ impl Default for Limits {
             max_body_bytes: 64 * 1024,
             retry_after_secs: 1,
             max_connections: 512,
+            max_connections_per_peer: 64,
             read_timeout: Duration::from_secs(10),
         }
     }
@@ -148,6 +152,7 @@ impl AppStateBuilder {
         let mut limits = self.limits;
         limits.max_concurrency = limits.max_concurrency.clamp(1, Semaphore::MAX_PERMITS);
         limits.max_connections = limits.max_connections.clamp(1, u32::MAX as usize);
+        limits.max_connections_per_peer = limits.max_connections_per_peer.max(1);
         limits.read_timeout = limits.read_timeout.max(Duration::from_millis(1));
         let runtime = self.runtime.unwrap_or_else(|| {
             Runtime::new(self.llm, self.prompts).with_retriever(self.retriever).with_defaults(self.defaults)

@@ -26,6 +26,24 @@ fn limits(read_timeout: Duration, max_connections: usize) -> Limits {
     Limits { read_timeout, max_connections, ..Limits::default() }
 }
 
+/// A connection to `addr` from the loopback address `from` (all of 127.0.0.0/8 is loopback), so
+/// one test can play several clients.
+async fn connect_from(from: [u8; 4], addr: &str) -> std::io::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(std::net::SocketAddr::from((from, 0)))?;
+    socket.connect(addr.parse().expect("a socket address")).await
+}
+
+/// A client whose connections come from the loopback address `from`.
+fn client_from(from: [u8; 4]) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .pool_max_idle_per_host(0)
+        .local_address(std::net::IpAddr::from(from))
+        .build()
+        .expect("client")
+}
+
 /// Reads until the server closes the connection (or resets it), or `deadline` passes. Returns what
 /// was read, and whether the server closed it.
 async fn read_until_closed(stream: &mut TcpStream, deadline: Instant) -> (Vec<u8>, bool) {
@@ -43,9 +61,9 @@ async fn read_until_closed(stream: &mut TcpStream, deadline: Instant) -> (Vec<u8
 
 /// One slowloris client: starts a request and sends one more header byte every 200 ms, never
 /// finishing. Returns how long the server let it live, or `None` if it was still open at `give_up`.
-async fn slow_headers(addr: String, give_up: Duration) -> Option<Duration> {
+async fn slow_headers(from: [u8; 4], addr: String, give_up: Duration) -> Option<Duration> {
     let started = Instant::now();
-    let mut stream = TcpStream::connect(&addr).await.ok()?;
+    let mut stream = connect_from(from, &addr).await.ok()?;
     if stream.write_all(b"GET /v1/strategies HTTP/1.1\r\nHost: x\r\nX-Slow: ").await.is_err() {
         return Some(started.elapsed());
     }
@@ -74,8 +92,10 @@ async fn slowloris_clients_are_cut_off_and_healthz_stays_responsive() {
     let server = TestServer::start(builder(toqd_model()).limits(limits(read_timeout, 512)).build()).await;
     let addr = server.base.trim_start_matches("http://").to_string();
 
-    let slow: Vec<_> =
-        (0..SLOW_CLIENTS).map(|_| tokio::spawn(slow_headers(addr.clone(), Duration::from_secs(20)))).collect();
+    // Spread over 30 addresses, each under the per-peer cap: the connection limit is what they test.
+    let slow: Vec<_> = (0..SLOW_CLIENTS)
+        .map(|i| tokio::spawn(slow_headers([127, 0, 1, (i % 30) as u8 + 1], addr.clone(), Duration::from_secs(20))))
+        .collect();
     // Let them all connect and start dripping before probing.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let client = fresh_client();
@@ -105,9 +125,10 @@ async fn slowloris_clients_are_cut_off_and_healthz_stays_responsive() {
 async fn connections_over_the_limit_get_503_and_idle_ones_time_out() {
     let server = TestServer::start(builder(toqd_model()).limits(limits(Duration::from_millis(1500), 4)).build()).await;
     let addr = server.base.trim_start_matches("http://").to_string();
+    // The four slots and the health-check reserve, each from its own address (under the per-peer cap).
     let mut idle = Vec::new();
-    for _ in 0..4 {
-        idle.push(TcpStream::connect(&addr).await.expect("connect"));
+    for i in 0..4 + hopwise_serve::HEALTH_RESERVE {
+        idle.push(connect_from([127, 0, 2, i as u8 + 1], &addr).await.expect("connect"));
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut over = TcpStream::connect(&addr).await.expect("the kernel still accepts");
@@ -123,6 +144,51 @@ async fn connections_over_the_limit_get_503_and_idle_ones_time_out() {
     let resp = fresh_client().get(server.url("/metrics")).send().await.expect("room again");
     let text = resp.text().await.expect("text");
     assert!(common::metric(&text, "hopwise_rejected_connections_total").unwrap_or(0.0) >= 1.0, "{text}");
+}
+
+#[tokio::test]
+async fn one_address_cannot_hold_every_connection() {
+    let limits = Limits { max_connections_per_peer: 3, ..limits(Duration::from_secs(5), 16) };
+    let server = TestServer::start(builder(toqd_model()).limits(limits).build()).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from([127, 0, 0, 7], &addr).await.expect("connect"));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fourth = connect_from([127, 0, 0, 7], &addr).await.expect("the kernel still accepts");
+    let (reply, closed) = read_until_closed(&mut fourth, Instant::now() + Duration::from_secs(5)).await;
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(closed && reply.starts_with("HTTP/1.1 503"), "closed {closed}, reply {reply:?}");
+    // Another address is served while the first holds its share.
+    let resp = client_from([127, 0, 0, 8]).get(server.url("/v1/strategies")).send().await.expect("served");
+    assert_eq!(resp.status(), StatusCode::OK);
+    // The share comes back when a connection closes.
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let resp = client_from([127, 0, 0, 7]).get(server.url("/healthz")).send().await.expect("room again");
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn healthz_answers_when_every_connection_is_taken() {
+    let limits = Limits { max_connections_per_peer: 4, ..limits(Duration::from_secs(5), 4) };
+    let server = TestServer::start(builder(toqd_model()).limits(limits).build()).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut held = Vec::new();
+    for i in 0..4 {
+        held.push(connect_from([127, 0, 0, 10 + i], &addr).await.expect("connect"));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let checker = client_from([127, 0, 0, 20]);
+    let resp = checker.get(server.url("/healthz")).send().await.expect("the reserve answers");
+    assert_eq!(resp.status(), StatusCode::OK);
+    // The reserve answers nothing else, and says when to come back.
+    let resp = checker.get(server.url("/v1/strategies")).send().await.expect("answered");
+    assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(resp.headers().contains_key("retry-after"));
+    let body: Value = resp.json().await.expect("json error body");
+    assert_eq!(body["error"]["type"], "overloaded", "{body}");
 }
 
 #[tokio::test]

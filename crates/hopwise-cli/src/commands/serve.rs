@@ -20,6 +20,7 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
         timeout_secs: args.timeout_secs,
         max_body_bytes: args.max_body_bytes,
         max_connections: args.max_connections,
+        max_connections_per_peer: args.max_connections_per_peer,
         read_timeout_secs: args.read_timeout_secs,
     })?;
     // The default strategy must be valid before the server accepts anything.
@@ -33,14 +34,11 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
         timeout: Duration::from_secs(config.serve.timeout_secs),
         max_body_bytes: config.serve.max_body_bytes,
         max_connections: config.serve.max_connections,
+        max_connections_per_peer: config.serve.max_connections_per_peer,
         read_timeout: Duration::from_secs(config.serve.read_timeout_secs),
         ..Limits::default()
     };
-    let state = AppState::builder(runtime.llm().clone())
-        .runtime(runtime)
-        .limits(limits)
-        .token(token.clone())
-        .build();
+    let state = AppState::builder(runtime.llm().clone()).runtime(runtime).limits(limits).token(token.clone()).build();
 
     let listener = tokio::net::TcpListener::bind(&config.serve.bind)
         .await

@@ -9,8 +9,9 @@ use tokio::io::AsyncWriteExt;
 use crate::data::registry::SourceFile;
 use crate::error::{EvalError, Result};
 
-/// An unpinned file larger than this is refused: a server that keeps sending must not fill the disk.
-pub const MAX_UNPINNED_BYTES: u64 = 2 << 30;
+/// A file with neither `size` nor `max_size` larger than this is refused: a server that keeps sending
+/// must not fill the disk.
+pub const MAX_UNSIZED_BYTES: u64 = 256 << 20;
 
 /// The HTTP client for release downloads: redirects followed (Dropbox, Google Drive), a stalled
 /// transfer given up after two minutes without data.
@@ -101,7 +102,16 @@ async fn transfer(
         return Err(failed(file, format!("the server answered {}", response.status())));
     }
     let declared = response.content_length();
-    let limit = file.size.unwrap_or(MAX_UNPINNED_BYTES);
+    if file.sha256.is_none() && file.size.is_none() && delimited_by_close(&response) {
+        return Err(failed(
+            file,
+            "the server sent the file without its length (the body ends when the connection closes), so a \
+             cut-off transfer cannot be told from a complete one, and the registry pins neither its size nor \
+             its sha256; pin one of them in the registry to fetch it"
+                .into(),
+        ));
+    }
+    let limit = file.size.or(file.max_size).unwrap_or(MAX_UNSIZED_BYTES);
     if declared.is_some_and(|d| d > limit) {
         return Err(failed(
             file,
@@ -139,6 +149,17 @@ async fn transfer(
         return Err(failed(file, format!("the transfer was truncated: {bytes} of {declared} bytes arrived")));
     }
     Ok((bytes, hex::encode(hasher.finalize()), head))
+}
+
+/// Whether the body's end is only the connection's close: HTTP/1 with neither a length nor chunked
+/// framing. (HTTP/2 and later frame every body.)
+fn delimited_by_close(response: &reqwest::Response) -> bool {
+    let chunked = response
+        .headers()
+        .get_all(reqwest::header::TRANSFER_ENCODING)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.to_ascii_lowercase().contains("chunked")));
+    response.version() <= reqwest::Version::HTTP_11 && response.content_length().is_none() && !chunked
 }
 
 #[cfg(test)]

@@ -20,6 +20,10 @@ pub struct SourceFile {
     /// Expected length in bytes, where known.
     #[serde(default)]
     pub size: Option<u64>,
+    /// Where the exact length is not known: the most bytes accepted before the transfer is refused
+    /// (default [`crate::data::download::MAX_UNSIZED_BYTES`]).
+    #[serde(default)]
+    pub max_size: Option<u64>,
     /// Pinned lowercase hex sha256; a file without one is fetched only when the user allows it.
     #[serde(default)]
     pub sha256: Option<String>,
@@ -153,6 +157,7 @@ mod tests {
         for e in &r.datasets {
             for f in &e.files {
                 assert!(f.sha256.is_some() != f.unpinned.is_some(), "{}/{}: pinned xor says why not", e.name, f.name);
+                assert!(f.size.is_some() || f.max_size.is_some(), "{}/{}: a bound on its size", e.name, f.name);
                 assert!(
                     f.sha256.is_none() || f.checksum_source.is_some(),
                     "{}/{}: where the checksum is from",
