@@ -76,6 +76,9 @@ async fn the_client_gets_samples_usage_logprobs_and_grammar_from_a_real_server()
     let first = &response.choices[0].top_logprobs;
     assert!(!first.is_empty(), "no logprobs came back");
     assert!(first.iter().all(|(_, lp)| *lp <= 0.0));
+    // Every generated token's own log-probability, which flare-direct's gate reads.
+    let tokens = &response.choices[0].token_logprobs;
+    assert!(!tokens.is_empty() && tokens.iter().all(|(_, lp)| *lp <= 0.0), "{tokens:?}");
 }
 
 #[test]
@@ -115,4 +118,18 @@ fn toqd_through_a_real_llama_cpp_server() {
     for p in trace.evidence() {
         assert!(p.id.starts_with("hotpotqa-s") || p.id.starts_with("2wikimultihopqa-s"), "{}", p.id);
     }
+
+    // flare-direct reads the server's `logprobs`: its step records token probabilities.
+    let out = hopwise()
+        .args(["ask", QUESTION, "--strategy", "flare-direct", "--json", "--opt", "max_steps=1"])
+        .args(["--base-url", &server.base_url, "--model", "qwen2.5-0.5b"])
+        .arg("--index")
+        .arg(&index)
+        .output()
+        .expect("ask");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("reported none"), "the server's logprobs were not read: {stderr}");
+    let trace: Trace = serde_json::from_slice(&out.stdout).expect("stdout is the trace");
+    let step = trace.node("1").expect("one sentence step");
+    assert!(step.extra.get("tokens").and_then(|t| t.as_array()).is_some(), "{}", step.extra);
 }

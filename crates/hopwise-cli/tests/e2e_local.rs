@@ -253,6 +253,7 @@ fn the_peers_with_the_local_model() {
         ("ircot", "max_steps=2", 1..=3, 1),
         ("iter-retgen", "iterations=2", 2..=2, 2),
         ("search-agent", "max_searches=2", 1..=4, 0),
+        ("flare-direct", "max_steps=2", 1..=5, 1),
     ] {
         let out = hopwise()
             .args(["ask", QUESTION, "--strategy", strategy, "--model", "qwen2.5-0.5b", "--json", "--opt", option])
@@ -277,6 +278,17 @@ fn the_peers_with_the_local_model() {
                 |e| matches!(&e.kind, EventKind::LlmCall { purpose, grammar: true, .. } if purpose == "agent_turn"),
             );
             assert!(constrained, "the agent's turns are constrained by the tag grammar on the local engine");
+        }
+        if strategy == "flare-direct" {
+            // The local engine reports every token's probability, so each step was gated by them.
+            let steps: Vec<_> = trace.nodes.iter().filter_map(|n| n.extra.get("tokens")).collect();
+            assert!(!steps.is_empty(), "no step recorded its token probabilities: {:?}", trace.nodes);
+            let lists: Vec<&Vec<serde_json::Value>> =
+                steps.iter().map(|t| t.as_array().expect("a list of [token, probability]")).collect();
+            assert!(lists.iter().any(|tokens| !tokens.is_empty()), "no step has token probabilities: {lists:?}");
+            for token in lists.iter().copied().flatten() {
+                assert!(token[1].as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)), "{token:?}");
+            }
         }
     }
 }

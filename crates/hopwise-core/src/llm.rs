@@ -127,8 +127,10 @@ pub struct CallTiming {
     pub decode_ms: u64,
 }
 
-/// One sampled completion. `top_logprobs` holds, for the first generated token, the candidate tokens
-/// and their log-probabilities when the backend reports them (used by the NLI judge).
+/// One sampled completion. When a request asks for `logprobs` and the backend reports them,
+/// `top_logprobs` holds the candidate tokens for the first generated token with their
+/// log-probabilities (used by the NLI judge), and `token_logprobs` every generated token with the
+/// log-probability it was chosen at (used by FLARE's confidence gate).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
     pub text: String,
@@ -136,6 +138,8 @@ pub struct Completion {
     pub finish_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_logprobs: Vec<(String, f32)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub token_logprobs: Vec<(String, f32)>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -17,12 +17,17 @@ struct Rule {
 
 /// Rules are tried in order; the first whose needle occurs in the prompt (all messages joined)
 /// answers. `{i}` in a fixed reply is replaced by the sample index, so `n` samples can differ.
+///
+/// A request that asks for `logprobs` gets one token per whitespace-separated word of the reply,
+/// each with probability 1 unless [`ScriptedLlm::token_probability`] names the word.
 #[derive(Clone, Default)]
 pub struct ScriptedLlm {
     rules: Arc<Vec<Rule>>,
     fallback: String,
     latency: Duration,
     calls: Arc<Mutex<Vec<String>>>,
+    probabilities: Arc<Vec<(String, f32)>>,
+    no_probabilities: bool,
 }
 
 impl ScriptedLlm {
@@ -54,6 +59,31 @@ impl ScriptedLlm {
         self
     }
 
+    /// The word `word` (punctuation included) is generated with probability `p` wherever it occurs.
+    pub fn token_probability(mut self, word: &str, p: f32) -> Self {
+        let mut table = self.probabilities.as_ref().clone();
+        table.push((word.to_string(), p));
+        self.probabilities = Arc::new(table);
+        self
+    }
+
+    /// Reports no token probabilities, as a server without `logprobs` support does.
+    pub fn without_probabilities(mut self) -> Self {
+        self.no_probabilities = true;
+        self
+    }
+
+    /// The reply's words as tokens with their scripted log-probabilities.
+    fn token_logprobs(&self, text: &str) -> Vec<(String, f32)> {
+        text.split_inclusive(char::is_whitespace)
+            .map(|piece| {
+                let word = piece.trim();
+                let p = self.probabilities.iter().find(|(w, _)| w == word).map_or(1.0, |(_, p)| *p);
+                (piece.to_string(), p.ln())
+            })
+            .collect()
+    }
+
     /// Every call sleeps this long (simulates a remote backend).
     pub fn latency(mut self, latency: Duration) -> Self {
         self.latency = latency;
@@ -82,12 +112,17 @@ impl Llm for ScriptedLlm {
         }
         let rule = self.rules.iter().find(|r| prompt.contains(&r.needle));
         let choices = (0..request.params.n.max(1))
-            .map(|i| Completion {
-                text: match rule {
+            .map(|i| {
+                let text = match rule {
                     Some(r) => (r.respond)(&prompt, i),
                     None => self.fallback.clone(),
-                },
-                ..Default::default()
+                };
+                let token_logprobs = if request.params.logprobs && !self.no_probabilities {
+                    self.token_logprobs(&text)
+                } else {
+                    Vec::new()
+                };
+                Completion { text, token_logprobs, ..Default::default() }
             })
             .collect::<Vec<_>>();
         let usage = Usage::new(

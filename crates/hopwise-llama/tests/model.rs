@@ -198,6 +198,13 @@ async fn stop_strings_cut_the_text_and_logprobs_describe_the_first_token() {
     assert!(top[0].1 <= 0.0 && mass <= 1.0 + 1e-4, "{top:?}");
     // Greedy decoding picks the most likely first token.
     assert!(choice.text.starts_with(top[0].0.as_str()) || top[0].0.trim().is_empty(), "{top:?} vs {:?}", choice.text);
+    // Every generated token comes with the log-probability it was chosen at: the tokens spell the
+    // text (up to the stop string), the first is the most likely candidate, none is above 0.
+    let tokens = &choice.token_logprobs;
+    let spelled: String = tokens.iter().map(|(token, _)| token.as_str()).collect();
+    assert!(spelled.starts_with(choice.text.as_str()), "{spelled:?} vs {:?}", choice.text);
+    assert!(tokens.iter().all(|(_, logprob)| *logprob <= 1e-6), "{tokens:?}");
+    assert!((tokens[0].1 - top[0].1).abs() < 1e-3, "{tokens:?} vs {top:?}");
 }
 
 #[tokio::test]

@@ -102,11 +102,8 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<ChatResponse, String> {
                 (None, Some(text)) => text,
                 (None, None) => return Err("a choice without `message`".to_string()),
             };
-            Ok(Completion {
-                text,
-                finish_reason: choice.finish_reason,
-                top_logprobs: choice.logprobs.map(first_token_logprobs).unwrap_or_default(),
-            })
+            let (top_logprobs, token_logprobs) = choice.logprobs.map(read_logprobs).unwrap_or_default();
+            Ok(Completion { text, finish_reason: choice.finish_reason, top_logprobs, token_logprobs })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let usage = wire.usage.unwrap_or_default();
@@ -122,13 +119,16 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<ChatResponse, String> {
     })
 }
 
-/// The candidates for the first generated token, the chosen one always among them.
-fn first_token_logprobs(value: serde_json::Value) -> Vec<(String, f32)> {
+/// The candidates for the first generated token (the chosen one always among them), and every
+/// generated token with its log-probability.
+fn read_logprobs(value: serde_json::Value) -> (Vec<(String, f32)>, Vec<(String, f32)>) {
     let Ok(logprobs) = serde_json::from_value::<WireLogprobs>(value) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
-    let Some(first) = logprobs.content.and_then(|tokens| tokens.into_iter().next()) else {
-        return Vec::new();
+    let tokens = logprobs.content.unwrap_or_default();
+    let chosen: Vec<(String, f32)> = tokens.iter().map(|t| (t.token.clone(), t.logprob)).collect();
+    let Some(first) = tokens.into_iter().next() else {
+        return (Vec::new(), chosen);
     };
     let mut candidates: Vec<(String, f32)> = first.top_logprobs.into_iter().map(|t| (t.token, t.logprob)).collect();
     // llama.cpp reports alternatives from before grammar constraints, which may leave out the token it
@@ -136,7 +136,7 @@ fn first_token_logprobs(value: serde_json::Value) -> Vec<(String, f32)> {
     if !candidates.iter().any(|(token, _)| *token == first.token) {
         candidates.push((first.token, first.logprob));
     }
-    candidates
+    (candidates, chosen)
 }
 
 #[cfg(test)]
@@ -196,6 +196,8 @@ mod tests {
             {"token":"!","logprob":-0.3,"top_logprobs":[]}]}}]}"#;
         let r = parse_response(body).unwrap();
         assert_eq!(r.choices[0].top_logprobs, vec![("yes".to_string(), -0.1), ("no".to_string(), -2.5)]);
+        // Every generated token, in order, with the log-probability it was chosen at.
+        assert_eq!(r.choices[0].token_logprobs, vec![("yes".to_string(), -0.1), ("!".to_string(), -0.3)]);
 
         let only_chosen =
             br#"{"choices":[{"message":{"content":"x"},"logprobs":{"content":[{"token":"x","logprob":-1.0}]}}]}"#;
@@ -211,7 +213,7 @@ mod tests {
         let odd = br#"{"choices":[{"message":{"content":"x"},"logprobs":{"content":"weird"}}]}"#;
         let r = parse_response(odd).unwrap();
         assert_eq!(r.text(), "x");
-        assert!(r.choices[0].top_logprobs.is_empty());
+        assert!(r.choices[0].top_logprobs.is_empty() && r.choices[0].token_logprobs.is_empty());
     }
 
     #[test]

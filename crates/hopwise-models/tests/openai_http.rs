@@ -296,6 +296,7 @@ impl Llm for JudgeLlm {
                 text: "entail".into(),
                 finish_reason: Some("stop".into()),
                 top_logprobs: vec![("entail".into(), -0.25), ("neutral".into(), -1.5), ("contradict".into(), -3.0)],
+                token_logprobs: Vec::new(),
             }],
             usage: Usage::new(5, 1),
             grammar_used: false,

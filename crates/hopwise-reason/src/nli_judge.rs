@@ -245,6 +245,7 @@ mod tests {
                 text: "neutral".into(),
                 finish_reason: None,
                 top_logprobs: vec![("entail".into(), 0.8f32.ln()), ("neutral".into(), 0.2f32.ln())],
+                token_logprobs: Vec::new(),
             };
             Ok(ChatResponse { choices: vec![choice], ..Default::default() })
         }

@@ -192,6 +192,9 @@ pub const STRATEGIES: &[StrategySpec] = &[
     row("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]", true, SENTENCE_LOOP_TEMPLATES, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::flare_instruct(&o.parse("flare-instruct")?)?))
     }),
+    row("flare-direct", "FLARE (Jiang et al. 2023): search with the question, then a look-ahead sentence at a time; one with a token below probability θ is searched for, its unlikely tokens masked, and regenerated", true, SENTENCE_LOOP_TEMPLATES, |o| {
+        Ok(Box::new(crate::uar::DynamicRetrieval::flare_direct(&o.parse("flare-direct")?)?))
+    }),
     StrategySpec {
         uses_embedder: true,
         uses_nli: true,

@@ -8,6 +8,13 @@
 //!      chosen estimator over their first sentences; retrieve iff `U > θ`;
 //!    - `always-retrieve`: always, with `t_i` (or a sub-query) as the query;
 //!    - `flare-instruct`: the model writes `[Search(query)]` instead of a sentence when it wants to;
+//!    - `flare-direct` (Jiang et al. 2023, FLARE's main method): the temporary sentence is generated
+//!      with token probabilities; when any token's probability is below θ, the search query is the
+//!      sentence with its tokens below β masked out (FLARE's implicit query), and the sentence is
+//!      regenerated with what it finds. Departures from the paper: the sentence loop's prompt and
+//!      answer marker instead of FLARE's few-shot exemplars, the masked query only (the paper's second
+//!      form, questions generated for the low-probability spans, is not built), and the previous
+//!      sentences are not part of the query;
 //! 3. on retrieval: a sub-query for the missing fact (`uar_subquery(Q, y_<i)`), `D = R(query, k)`
 //!    (which becomes `D_current` for later steps), and the sentence is regenerated with `D`;
 //!    otherwise `t_i` is accepted;
@@ -34,10 +41,12 @@ use crate::gate::{self, Estimate};
 use crate::strategy::{Answer, Strategy, SENTENCE_LOOP_NLI_TEMPLATES, SENTENCE_LOOP_TEMPLATES};
 use crate::uncertainty::Matrix;
 
+mod confidence;
 mod options;
 
 pub use options::{
-    AlwaysRetrieveOptions, FlareInstructOptions, QuerySource, Similarity, UarOptions, UncertaintyGate, MAX_SAMPLES,
+    AlwaysRetrieveOptions, ConfidenceGate, FlareDirectOptions, FlareInstructOptions, QuerySource, Similarity,
+    UarOptions, UncertaintyGate, WithoutProbabilities, MAX_SAMPLES,
 };
 use crate::protocol::answer::marked_answer;
 pub use crate::protocol::sentence::{clean_query, first_sentence, parse_search_request};
@@ -50,6 +59,7 @@ enum Gate {
     Uncertainty(UncertaintyGate),
     Always(QuerySource),
     FlareInstruct,
+    Confidence(ConfidenceGate),
 }
 
 /// The sentence loop with one of its gates. Build it with [`DynamicRetrieval::uar`],
@@ -111,6 +121,15 @@ impl DynamicRetrieval {
         })
     }
 
+    pub fn flare_direct(o: &FlareDirectOptions) -> Result<Self> {
+        Ok(Self {
+            name: "flare-direct",
+            gate: Gate::Confidence(ConfidenceGate::from_options(o)?),
+            max_steps: check_max_steps("flare-direct", o.max_steps)?,
+            initial_retrieval: o.initial_retrieval,
+        })
+    }
+
     /// The resolved uncertainty gate (for `uar`).
     pub fn uncertainty_gate(&self) -> Option<UncertaintyGate> {
         match &self.gate {
@@ -134,6 +153,11 @@ impl DynamicRetrieval {
             },
             Gate::Always(q) => LoopGate::Always { query: *q },
             Gate::FlareInstruct => LoopGate::FlareInstruct,
+            Gate::Confidence(g) => LoopGate::FlareDirect {
+                theta: g.theta,
+                beta: g.beta,
+                without_probabilities: g.without_probabilities,
+            },
         };
         SentenceTrace { gate, max_steps: self.max_steps, initial_retrieval: self.initial_retrieval }
     }
@@ -157,7 +181,8 @@ impl Strategy for DynamicRetrieval {
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         ctx.rec().set_extra(details::to_extra(&self.describe()));
         let nli = self.nli_for(ctx);
-        let mut run = Run { ctx, question, nli, sentences: Vec::new(), passages: Vec::new() };
+        let mut run =
+            Run { ctx, question, nli, sentences: Vec::new(), passages: Vec::new(), without_probabilities: false };
         let mut final_answer = None;
         let mut last_step = None;
         let outcome: Result<()> = async {
@@ -225,6 +250,8 @@ struct Run<'a> {
     nli: Option<Arc<dyn Nli>>,
     sentences: Vec<String>,
     passages: Vec<Passage>,
+    /// `flare-direct` found no token probabilities and runs `flare-instruct`'s steps instead.
+    without_probabilities: bool,
 }
 
 /// What a step decided, for the trace.
@@ -287,24 +314,49 @@ impl DynamicRetrieval {
                 };
                 run.retrieve_and_regenerate(&id, temporary, query, StepGate::Always { query_source: *source }).await?
             }
-            Gate::FlareInstruct => {
-                let prompt = run.prompt("uar_flare_instruct", &run.passages)?;
-                let reply = ctx.chat("flare_instruct", Some(&id), prompt, run.sentence_params()).await?;
-                let reply = reply.text().to_string();
-                match parse_search_request(&reply) {
-                    Some(query) => {
-                        run.retrieve_and_regenerate(&id, String::new(), query, StepGate::Flare { reply }).await?
-                    }
-                    None => {
-                        let sentence = first_sentence(&reply);
-                        StepRecord {
-                            temporary: sentence.clone(),
-                            sentence,
-                            query: None,
-                            retrieved: None,
-                            gate: StepGate::Flare { reply },
+            Gate::FlareInstruct => run.flare_instruct_step(&id).await?,
+            Gate::Confidence(_) if run.without_probabilities => run.flare_instruct_step(&id).await?,
+            Gate::Confidence(g) => {
+                let prompt = run.prompt("uar_next_sentence", &run.passages)?;
+                let params = GenParams { logprobs: true, ..run.sentence_params() };
+                let reply = ctx.chat("temporary_sentence", Some(&id), prompt, params).await?;
+                let text = reply.text().to_string();
+                let tokens = reply.choices.first().map(|c| c.token_logprobs.clone()).unwrap_or_default();
+                if tokens.is_empty() && !text.trim().is_empty() {
+                    match g.without_probabilities {
+                        WithoutProbabilities::Error => {
+                            return Err(hopwise_core::Error::Config(
+                                "strategy `flare-direct` needs token probabilities, and the model backend \
+                                 reported none; use a backend that returns `logprobs`, or set the option \
+                                 without_probabilities = \"flare-instruct\" to run flare-instruct instead"
+                                    .into(),
+                            )
+                            .into());
+                        }
+                        WithoutProbabilities::FlareInstruct => {
+                            ctx.rec().note(
+                                "the model backend reported no token probabilities; running flare-instruct instead \
+                                 (without_probabilities = \"flare-instruct\")",
+                            );
+                            run.without_probabilities = true;
+                            return Box::pin(self.step(run, step)).await;
                         }
                     }
+                }
+                let temporary = first_sentence(&text);
+                let tokens = confidence::sentence_tokens(&tokens, &temporary);
+                let lowest = confidence::lowest_probability(&tokens);
+                let detail = StepGate::Confidence {
+                    tokens: tokens.iter().map(|(t, lp)| (t.clone(), f64::from(*lp).exp())).collect(),
+                    lowest_probability: lowest,
+                    theta: g.theta,
+                };
+                if lowest.is_some_and(|p| p < g.theta) {
+                    let masked = confidence::masked_query(&tokens, g.beta);
+                    let query = if masked.is_empty() { run.question.to_string() } else { masked };
+                    run.retrieve_and_regenerate(&id, temporary, query, detail).await?
+                } else {
+                    StepRecord { sentence: temporary.clone(), temporary, query: None, retrieved: None, gate: detail }
                 }
             }
         };
@@ -336,6 +388,26 @@ impl Run<'_> {
         let prompt = self.prompt("uar_next_sentence", &self.passages)?;
         let reply = self.ctx.chat(purpose, Some(id), prompt, self.sentence_params()).await?;
         Ok(first_sentence(reply.text()))
+    }
+
+    /// `flare-instruct`'s step: the model writes a sentence, or `[Search(query)]` to search first.
+    async fn flare_instruct_step(&mut self, id: &str) -> Result<StepRecord> {
+        let prompt = self.prompt("uar_flare_instruct", &self.passages)?;
+        let reply = self.ctx.chat("flare_instruct", Some(id), prompt, self.sentence_params()).await?;
+        let reply = reply.text().to_string();
+        match parse_search_request(&reply) {
+            Some(query) => self.retrieve_and_regenerate(id, String::new(), query, StepGate::Flare { reply }).await,
+            None => {
+                let sentence = first_sentence(&reply);
+                Ok(StepRecord {
+                    temporary: sentence.clone(),
+                    sentence,
+                    query: None,
+                    retrieved: None,
+                    gate: StepGate::Flare { reply },
+                })
+            }
+        }
     }
 
     /// `n` samples of the next sentence in one request (`n > 1` lets the backend share the prompt).

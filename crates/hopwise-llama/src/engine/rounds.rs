@@ -191,6 +191,10 @@ fn run_round(core: &mut Core<'_>, round: &mut [(Pending, usize)], stats: &Mutex<
             };
             let token = sequence.sampler.sample(&core.context, logits_index)?;
             sequence.last_token = token;
+            if job.params.logprobs {
+                let logprob = sampling::token_logprob(&core.context, logits_index, token);
+                sequence.output.note_logprob(core.model, token, logprob);
+            }
             sequence.output.push(core.model, token, &job.params.stop, job.cap);
             sequences.push(sequence);
         }
@@ -217,6 +221,10 @@ fn run_round(core: &mut Core<'_>, round: &mut [(Pending, usize)], stats: &Mutex<
             let token = sequence.sampler.sample(&core.context, batch_index as i32)?;
             sequence.last_token = token;
             let job = &round[sequence.owner].0.job;
+            if job.params.logprobs {
+                let logprob = sampling::token_logprob(&core.context, batch_index as i32, token);
+                sequence.output.note_logprob(core.model, token, logprob);
+            }
             sequence.output.push(core.model, token, &job.params.stop, job.cap);
         }
     }

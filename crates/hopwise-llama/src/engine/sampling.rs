@@ -115,6 +115,18 @@ pub(crate) fn top_logprobs(model: &LlamaModel, context: &LlamaContext<'_>, index
         .collect()
 }
 
+/// The log-probability of `token` under the logits at batch index `index` (before any sampling
+/// stage: the model's own distribution).
+pub(crate) fn token_logprob(context: &LlamaContext<'_>, index: i32, token: LlamaToken) -> f32 {
+    let logits = context.get_logits_ith(index);
+    let Some(&chosen) = usize::try_from(token.0).ok().and_then(|t| logits.get(t)) else {
+        return f32::NEG_INFINITY;
+    };
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let log_sum = max + logits.iter().map(|logit| (logit - max).exp()).sum::<f32>().ln();
+    chosen - log_sum
+}
+
 /// Why a sample stopped.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Finish {
@@ -130,6 +142,8 @@ pub(crate) struct Output {
     pub tokens: usize,
     bytes: Vec<u8>,
     pub finish: Option<Finish>,
+    /// Each emitted token's text and log-probability, when the request asked for them.
+    logprobs: Vec<(String, f32)>,
 }
 
 impl Output {
@@ -157,12 +171,22 @@ impl Output {
         self.finish.is_some()
     }
 
+    /// Records `token`'s log-probability (an end-of-generation token is not part of the text, so it
+    /// is left out). Called before [`Output::push`] for requests that ask for log-probabilities.
+    pub fn note_logprob(&mut self, model: &LlamaModel, token: LlamaToken, logprob: f32) {
+        if self.finish.is_some() || model.vocab().is_eog(token) {
+            return;
+        }
+        let piece = model.vocab().token_to_piece(token, false, None);
+        self.logprobs.push((String::from_utf8_lossy(&piece).into_owned(), logprob));
+    }
+
     pub fn into_completion(self) -> Completion {
         let (text, reason) = match self.finish {
             Some(Finish::Stop(Some(cut))) => (cut, "stop"),
             Some(Finish::Stop(None)) => (String::from_utf8_lossy(&self.bytes).into_owned(), "stop"),
             _ => (String::from_utf8_lossy(&self.bytes).into_owned(), "length"),
         };
-        Completion { text, finish_reason: Some(reason.into()), top_logprobs: Vec::new() }
+        Completion { text, finish_reason: Some(reason.into()), top_logprobs: Vec::new(), token_logprobs: self.logprobs }
     }
 }

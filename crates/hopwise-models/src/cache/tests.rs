@@ -89,6 +89,7 @@ async fn a_hit_returns_the_stored_response_exactly() {
             text: "tricky \"text\" \u{1F600}\n with\ttabs".into(),
             finish_reason: Some("stop".into()),
             top_logprobs: vec![("yes".into(), -0.123_456_79), ("no".into(), -7.1e-5)],
+            token_logprobs: vec![("tricky".into(), -0.5)],
         }],
         usage: Usage::new(11, 3),
         grammar_used: true,

@@ -25,7 +25,9 @@ pub enum DetailKind {
 pub fn kind_of(strategy: &str) -> DetailKind {
     match strategy {
         "toqd" | "toqd-noir" | "toqd-paper" | "toqd-noir-paper" => DetailKind::Toqd,
-        "uar" | "always-retrieve" | "always-retrieve-subquery" | "flare-instruct" => DetailKind::SentenceLoop,
+        "uar" | "always-retrieve" | "always-retrieve-subquery" | "flare-instruct" | "flare-direct" => {
+            DetailKind::SentenceLoop
+        }
         "hgot" | "hgot-paper" => DetailKind::Hgot,
         _ => DetailKind::Baseline,
     }

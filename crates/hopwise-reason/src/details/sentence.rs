@@ -1,10 +1,10 @@
-//! What the sentence loop (uar, always-retrieve, flare-instruct) records: one node per sentence,
+//! What the sentence loop (uar, always-retrieve, flare-instruct, flare-direct) records: one node per sentence,
 //! and its configuration on the trace.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::uar::{QuerySource, Similarity};
+use crate::uar::{QuerySource, Similarity, WithoutProbabilities};
 use crate::uncertainty::{Estimator, Matrix};
 
 /// One sentence's step.
@@ -49,6 +49,9 @@ pub enum StepGate {
     Always { query_source: QuerySource },
     /// flare-instruct: the model's reply (a sentence or a search request).
     Flare { reply: String },
+    /// flare-direct: the look-ahead sentence's tokens with their probabilities, the lowest of them,
+    /// and θ (a token below it made the step search).
+    Confidence { tokens: Vec<(String, f64)>, lowest_probability: Option<f64>, theta: f64 },
 }
 
 /// The loop's configuration, on the trace.
@@ -66,4 +69,5 @@ pub enum LoopGate {
     Uncertainty { estimator: Estimator, threshold: f64, samples: u32, similarity: Similarity, sample_temperature: f32 },
     Always { query: QuerySource },
     FlareInstruct,
+    FlareDirect { theta: f64, beta: f64, without_probabilities: WithoutProbabilities },
 }

@@ -92,6 +92,66 @@ impl Default for FlareInstructOptions {
     }
 }
 
+/// What `flare-direct` does when the backend reports no token probabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WithoutProbabilities {
+    /// Stop with an error that names this option (the default: a row must not silently measure
+    /// another method).
+    #[default]
+    Error,
+    /// Run `flare-instruct` instead, and say so in the trace.
+    FlareInstruct,
+}
+
+/// Options of `flare-direct`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FlareDirectOptions {
+    /// θ: the look-ahead sentence is searched for and regenerated when any of its tokens has a
+    /// probability below this.
+    pub theta: f64,
+    /// β: tokens below this probability are masked out of the search query.
+    pub beta: f64,
+    pub max_steps: u32,
+    /// Search with the question before the first sentence (FLARE's first query is the input).
+    pub initial_retrieval: bool,
+    pub without_probabilities: WithoutProbabilities,
+}
+
+impl Default for FlareDirectOptions {
+    fn default() -> Self {
+        Self {
+            theta: 0.8,
+            beta: 0.4,
+            max_steps: 6,
+            initial_retrieval: true,
+            without_probabilities: WithoutProbabilities::Error,
+        }
+    }
+}
+
+/// The validated confidence gate of `flare-direct`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ConfidenceGate {
+    pub theta: f64,
+    pub beta: f64,
+    pub without_probabilities: WithoutProbabilities,
+}
+
+impl ConfidenceGate {
+    pub fn from_options(o: &FlareDirectOptions) -> Result<Self> {
+        for (name, value) in [("theta", o.theta), ("beta", o.beta)] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(ReasonError::InvalidOption(format!(
+                    "strategy `flare-direct`: {name} = {value}: a probability, 0 to 1"
+                )));
+            }
+        }
+        Ok(Self { theta: o.theta, beta: o.beta, without_probabilities: o.without_probabilities })
+    }
+}
+
 /// The resolved, validated uncertainty gate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct UncertaintyGate {

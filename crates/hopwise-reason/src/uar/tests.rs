@@ -418,6 +418,65 @@ async fn flare_instruct_searches_when_the_model_asks() {
     assert_eq!(trace.answer, "Lyon");
 }
 
+/// flare-direct: the question is searched first; a sentence with a token below θ is searched for with
+/// its unlikely tokens masked and regenerated; a confident sentence is kept as it is.
+#[tokio::test]
+async fn flare_direct_searches_for_an_unlikely_sentence_with_its_unlikely_tokens_masked() {
+    let llm = ScriptedLlm::new()
+        .on_fn(NEXT, |p, _| {
+            if first_step(p) && !p.contains("for Film X was directed") {
+                "Film X was directed by Jane Roe.".into()
+            } else if first_step(p) {
+                "Film X was directed by Jane Doe.".into()
+            } else {
+                "So the answer is: Lyon.".into()
+            }
+        })
+        .token_probability("Roe.", 0.2);
+    let retriever = Arc::new(RecordingRetriever::default());
+    let trace = answer("flare-direct", serde_json::json!({}), &llm, retriever.clone(), None).await;
+    // The question first (FLARE's first query is the input), then the masked look-ahead sentence.
+    assert_eq!(retriever.queries(), vec!["Where was the director of Film X born?", "Film X was directed by Jane"]);
+    let first = step(&trace, "1");
+    assert_eq!(first.decision, StepDecision::Retrieve);
+    assert_eq!((first.temporary.as_str(), first.sentence.as_str()), ("Film X was directed by Jane Roe.", "Film X was directed by Jane Doe."));
+    match first.gate {
+        StepGate::Confidence { lowest_probability, theta, tokens } => {
+            assert!((lowest_probability.expect("tokens") - 0.2).abs() < 1e-6 && (theta - 0.8).abs() < 1e-9);
+            assert_eq!(tokens.len(), 7, "{tokens:?}");
+        }
+        other => panic!("not the confidence gate: {other:?}"),
+    }
+    assert_eq!(step(&trace, "2").decision, StepDecision::Accept, "a sure sentence is kept");
+    assert_eq!((trace.stats.steps, trace.stats.retrieval_rounds), (2, 2));
+    assert_eq!(trace.answer, "Lyon");
+
+    // With θ below every token's probability nothing but the question is searched.
+    let retriever = Arc::new(RecordingRetriever::default());
+    let trace = answer("flare-direct", serde_json::json!({"theta": 0.1}), &llm, retriever.clone(), None).await;
+    assert_eq!(retriever.queries(), vec!["Where was the director of Film X born?"]);
+    assert_eq!(step(&trace, "1").decision, StepDecision::Accept);
+}
+
+#[tokio::test]
+async fn flare_direct_without_token_probabilities_stops_or_falls_back_as_told() {
+    let llm = ScriptedLlm::new()
+        .on_fn(FLARE, |p, _| if first_step(p) { "Film X was directed by Jane Doe.".into() } else { "So the answer is: Lyon.".into() })
+        .on(NEXT, "Film X was directed by Jane Doe.")
+        .without_probabilities();
+    let s = build("flare-direct", &StrategyOptions::default()).expect("valid");
+    let ctx = Ctx::new(Arc::new(llm.clone()), Arc::new(Prompts::default()), Recorder::new("Q?", "flare-direct"))
+        .with_retriever(Some(Arc::new(RecordingRetriever::default())));
+    let err = run(s.as_ref(), &ctx, "Q?").await.expect_err("no probabilities is an error");
+    assert!(err.to_string().contains("without_probabilities") && err.to_string().contains("flare-instruct"), "{err}");
+
+    let opts = serde_json::json!({"without_probabilities": "flare-instruct"});
+    let trace = answer("flare-direct", opts, &llm, Arc::new(RecordingRetriever::default()), None).await;
+    assert!(trace.notes.iter().any(|n| n.contains("running flare-instruct instead")), "{:?}", trace.notes);
+    assert!(matches!(step(&trace, "1").gate, StepGate::Flare { .. }));
+    assert_eq!(trace.answer, "Lyon");
+}
+
 #[tokio::test]
 async fn llm_budget_exhaustion_degrades_to_best_effort() {
     let llm = ScriptedLlm::new().on(NEXT, "Film X is a film.");
@@ -454,7 +513,10 @@ fn bad_options_are_clear_errors() {
     bad("always-retrieve", serde_json::json!({ "query": "title" }), "unknown variant");
     bad("always-retrieve-subquery", serde_json::json!({ "query": "sentence" }), "sub-query");
     bad("flare-instruct", serde_json::json!({ "samples": 5 }), "unknown field");
-    for name in ["uar", "always-retrieve", "always-retrieve-subquery", "flare-instruct"] {
+    bad("flare-direct", serde_json::json!({ "theta": 1.5 }), "theta");
+    bad("flare-direct", serde_json::json!({ "beta": -0.1 }), "beta");
+    bad("flare-direct", serde_json::json!({ "without_probabilities": "guess" }), "unknown variant");
+    for name in ["uar", "always-retrieve", "always-retrieve-subquery", "flare-instruct", "flare-direct"] {
         let s = build(name, &StrategyOptions::default()).expect("defaults are valid");
         assert_eq!(s.name(), name);
         assert!(s.needs_retriever());

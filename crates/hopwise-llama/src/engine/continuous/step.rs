@@ -266,6 +266,10 @@ impl Scheduler<'_> {
             let index = i32::try_from(entry.first + emitted).map_err(runtime)?;
             let token = sampler.sample(&self.core.context, index)?;
             emitted += 1;
+            if request.job.params.logprobs {
+                let logprob = sampling::token_logprob(&self.core.context, index, token);
+                sequence.output.note_logprob(self.core.model, token, logprob);
+            }
             if sequence.output.push(self.core.model, token, &request.job.params.stop, request.job.cap) {
                 break;
             }
@@ -310,6 +314,9 @@ impl Scheduler<'_> {
             let mut sampler = SequenceSampler::new(model, &params, top_k, sample, seed)?;
             let token = sampler.sample(context, logits)?;
             let mut output = Output::default();
+            if params.logprobs {
+                output.note_logprob(model, token, sampling::token_logprob(context, logits, token));
+            }
             output.push(model, token, &params.stop, cap);
             Ok((sampler, token, output))
         };
