@@ -95,6 +95,14 @@ pub struct ThoughtsRecord {
     /// INFER only: the passages given, best σ first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranked: Option<Vec<RankedPassage>>,
+    /// Samples whose citations were not judged: every sample gave the same answer, so the vote
+    /// and its confidence (1) could not change (`judge_unanimous` off).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unjudged_samples: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -108,7 +108,7 @@ pub struct StatementScore {
 }
 
 /// Citation quality of one rationale.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CitationScore {
     pub recall: f64,
     pub precision: f64,

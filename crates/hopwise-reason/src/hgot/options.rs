@@ -50,6 +50,11 @@ pub struct HgotOptions {
     pub stop_confidence: Option<f64>,
     /// After INFER, keep the Probe's answer when its confidence is higher than the graph's.
     pub keep_probe: bool,
+    /// Judge the citations of a Probe whose samples all give the same answer. Off (the default):
+    /// with `stop_confidence` set, such a Probe's confidence is 1 whatever its citations weigh, so
+    /// the node stops on it and the judgements could change nothing; they are skipped and the
+    /// unjudged samples counted in the trace.
+    pub judge_unanimous: bool,
     /// STOP: a one-step plan whose step embeds within this cosine of the question ends the recursion.
     pub stop_cosine: f64,
     /// STOP without an embedder: the same test with word-set Jaccard similarity.
@@ -86,6 +91,7 @@ impl Default for HgotOptions {
             max_depth: 2,
             stop_confidence: Some(0.8),
             keep_probe: true,
+            judge_unanimous: false,
             top_k: 5,
             max_steps: 4,
             stop_cosine: 0.9,

@@ -151,6 +151,38 @@ async fn a_confident_probe_answers_without_a_plan() {
     assert!(node_detail(&trace, "Q").stop.is_none_or(|s| s.reason != StopReason::Confident));
 }
 
+/// `hgot`: a Probe whose samples all give one answer stops with confidence 1 whatever its
+/// citations weigh, so they are not judged; judging them gives the same answer.
+#[tokio::test]
+async fn a_unanimous_probe_skips_its_judgements_and_answers_the_same() {
+    let unanimous = |prompt: &str, i: u32| {
+        if prompt.contains(PROBE) && question_of(prompt) == QUESTION {
+            return format!(
+                "Rationale: Steven Spielberg directed Jaws {}. He was born in Cincinnati {}.\nAnswer: Cincinnati",
+                cite(prompt, "directed"),
+                cite(prompt, "Cincinnati")
+            );
+        }
+        scenario(prompt, i)
+    };
+    let run_with = |opts: Value| async move {
+        let llm = ScriptedLlm::new().on_fn("", unanimous);
+        let ctx = context(&llm, Some(Arc::new(WordNli)));
+        answer_as("hgot", opts, &ctx).await
+    };
+    let skipped = run_with(serde_json::json!({})).await;
+    let judged = run_with(serde_json::json!({"judge_unanimous": true})).await;
+    assert_eq!((skipped.answer.as_str(), judged.answer.as_str()), ("Cincinnati", "Cincinnati"));
+    assert_eq!((skipped.confidence, judged.confidence), (Some(1.0), Some(1.0)));
+    assert_eq!(stop(&skipped, "Q").reason, StopReason::Confident);
+    assert_eq!(skipped.stats.nli_calls, 0, "nothing was judged");
+    assert!(judged.stats.nli_calls > 0, "the citations were judged when asked");
+    let probe = node_detail(&skipped, "Q").probe.expect("the probe's record");
+    assert_eq!(probe.unjudged_samples, 5, "the skip is counted");
+    assert_eq!(node_detail(&judged, "Q").probe.expect("probe").unjudged_samples, 0);
+    assert!(skipped.notes.iter().any(|n| n.contains("not judged")), "{:?}", skipped.notes);
+}
+
 /// `hgot`: after INFER, the graph's answer replaces the Probe's only when it is at least as
 /// confident; `hgot-paper` always takes the graph's.
 #[tokio::test]

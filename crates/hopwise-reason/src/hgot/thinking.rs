@@ -29,6 +29,8 @@ pub(super) struct Deliberation {
     pub vote: Vote,
     /// ν̄ per passage of the prompt, in prompt order.
     pub nu_bar: Vec<f64>,
+    /// Samples whose citations were not judged (a unanimous Probe).
+    pub unjudged: usize,
 }
 
 impl Deliberation {
@@ -67,6 +69,7 @@ impl Deliberation {
             unweighted: self.vote.unweighted,
             nu_bar: passages.iter().zip(&self.nu_bar).map(|(p, v)| (p.id.clone(), *v)).collect(),
             ranked: None,
+            unjudged_samples: self.unjudged,
         }
     }
 }
@@ -74,12 +77,14 @@ impl Deliberation {
 impl Run<'_> {
     /// `m` thoughts for `prompt` (temperature > 0; one request with `n = m` unless
     /// `shared_sampling` is off), each scored by its citations; then the weighted vote and ν̄.
+    /// With `skip_if_unanimous`, samples that all give one answer are not judged (each weighs 1).
     pub(super) async fn deliberate(
         &self,
         purpose: &str,
         node: &str,
         prompt: String,
         passages: &[Passage],
+        skip_if_unanimous: bool,
     ) -> Result<Deliberation> {
         let opts = &self.hgot.opts;
         let texts = if opts.shared_sampling {
@@ -90,9 +95,31 @@ impl Run<'_> {
         if texts.len() < opts.samples as usize {
             self.ctx.rec().note(format!("node {node}: {purpose} got {} of {} samples", texts.len(), opts.samples));
         }
-        let mut samples = Vec::with_capacity(texts.len());
-        for (i, raw) in texts.into_iter().enumerate() {
-            let thought = parse_thought(&raw);
+        let thoughts: Vec<(String, Thought)> = texts
+            .into_iter()
+            .map(|raw| {
+                let thought = parse_thought(&raw);
+                (raw, thought)
+            })
+            .collect();
+        if skip_if_unanimous && unanimous(&thoughts) {
+            let answer = thoughts[0].1.answer.clone();
+            self.ctx.rec().note(format!(
+                "node {node}: all {} {purpose} samples answered `{answer}`; their citations were not judged \
+                 (the vote and its confidence cannot change)",
+                thoughts.len()
+            ));
+            let unjudged = thoughts.len();
+            let samples: Vec<Sample> = thoughts
+                .into_iter()
+                .map(|(raw, thought)| Sample { raw, thought, citations: CitationScore::default(), rho: 1.0 })
+                .collect();
+            let answers: Vec<String> = samples.iter().map(|s| s.thought.answer.clone()).collect();
+            let vote = weighted_vote(&answers, &vec![1.0; answers.len()]);
+            return Ok(Deliberation { samples, vote, nu_bar: vec![0.0; passages.len()], unjudged });
+        }
+        let mut samples = Vec::with_capacity(thoughts.len());
+        for (i, (raw, thought)) in thoughts.into_iter().enumerate() {
             let citations = score_citations(&thought.rationale, passages, &self.judge, opts.uncited_entailment).await;
             let dangling: Vec<usize> = citations.statements.iter().flat_map(|s| s.dangling.iter().copied()).collect();
             if !dangling.is_empty() {
@@ -113,7 +140,7 @@ impl Run<'_> {
         let vote = weighted_vote(&answers, &rho);
         let support: Vec<Vec<u32>> = samples.iter().map(|s| s.citations.support.clone()).collect();
         let nu_bar = normalize_support(&passage_support(&support, &rho, passages.len()));
-        Ok(Deliberation { samples, vote, nu_bar })
+        Ok(Deliberation { samples, vote, nu_bar, unjudged: 0 })
     }
 
     fn sample_params(&self, n: u32, offset: u64) -> GenParams {
@@ -238,7 +265,9 @@ impl Run<'_> {
             "hgot_probe",
             &[("demonstrations", &demos), ("passages", &format_passages(&passages)), ("question", question)],
         )?;
-        let thought = self.deliberate("probe", id, prompt, &passages).await?;
+        // A unanimous Probe stops its node when `stop_confidence` is set: its judgements decide nothing.
+        let skip = self.hgot.opts.stop_confidence.is_some() && !self.hgot.opts.judge_unanimous;
+        let thought = self.deliberate("probe", id, prompt, &passages, skip).await?;
         self.update_sigma(id, "probe", &mut scored, &thought.nu_bar, thought.vote.confidence);
         let record = thought.to_record(&passages);
         let answer = thought.vote.answer.clone();
@@ -254,4 +283,13 @@ impl Run<'_> {
             rationale: thought.best_rationale(),
         })
     }
+}
+
+/// Every sample gave an answer, and the same one (compared as the vote compares them).
+fn unanimous(thoughts: &[(String, Thought)]) -> bool {
+    let first = match thoughts.first() {
+        Some((_, t)) => hopwise_core::text::normalize_answer(&t.answer),
+        None => return false,
+    };
+    !first.is_empty() && thoughts.iter().all(|(_, t)| hopwise_core::text::normalize_answer(&t.answer) == first)
 }

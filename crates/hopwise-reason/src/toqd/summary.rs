@@ -103,6 +103,17 @@ impl Toqd {
             confidence: vote.confidence,
         };
         ctx.rec().update_node(SINK, |n| details::update(n, |d: &mut ToqdNode| d.summary = Some(record)));
+        if vote.answer.is_empty() && last_answer.is_empty() {
+            // No reading had the expected type and no node answered: the summary's own answer, read
+            // without its type, is the only lead left.
+            let text = parsed_text(&reply);
+            if !text.is_empty() {
+                ctx.rec().best_effort(format!(
+                    "no summary reading had the expected answer type and no node answered; answering with the summary's text `{text}`"
+                ));
+                return Ok(Answer { text, rationale: None });
+            }
+        }
         if vote.answer.is_empty() {
             ctx.rec().repair(Repair {
                 stage: "summary".into(),
@@ -126,4 +137,17 @@ impl Toqd {
         answer.rationale = rationale;
         Ok(answer)
     }
+}
+
+/// The short answer of the first summary sample that gives one, read without its expected type
+/// (a sample that declines, `NO!` or a hedge meaning it, gives none).
+fn parsed_text(reply: &hopwise_core::ChatResponse) -> String {
+    reply
+        .choices
+        .iter()
+        .map(|choice| answer_with_reason(&choice.text).0)
+        .filter(|text| !crate::protocol::is_unanswered(text))
+        .map(|text| crate::protocol::answer::short_answer(&text))
+        .find(|text| !text.is_empty())
+        .unwrap_or_default()
 }

@@ -378,3 +378,18 @@ async fn the_papers_ablations_switch_its_steps_off() {
     assert_eq!(node2.parents, ["1"], "without construct: a chain in list order");
     assert!(node2.best_effort, "r_max = 0: no child graph, a best-effort answer");
 }
+
+/// When no node answers and no summary reading has the plan's answer type, the summary's own answer
+/// is given, marked best-effort; a summary that declines still leaves the question unanswered.
+#[tokio::test]
+async fn a_summary_of_the_wrong_type_is_a_best_effort_answer_when_nothing_else_answered() {
+    let q = "When did Kessler Bridge open?";
+    let plan = r#"{"op":"answer","answer_type":"date","steps":[{"question":"When did Kessler Bridge open?","answer_type":"date"}]}"#;
+    let model = |summary: &str| ScriptedLlm::new().on(PLAN, plan).on(SUMMARY, summary).on(READ, "NO!").fallback("NO!");
+    let t = ask("toqd", StrategyOptions::default(), model("Answer: the spring after the war\nReason: r"), q).await;
+    assert_eq!(t.answer, "the spring after the war");
+    assert!(t.best_effort && t.notes.iter().any(|n| n.contains("expected answer type")), "{:?}", t.notes);
+
+    let t = ask("toqd", StrategyOptions::default(), model("Answer: NO!\nReason: r"), q).await;
+    assert_eq!(t.answer, "", "a summary that declines gives no answer");
+}
