@@ -596,6 +596,13 @@ impl Config {
         if self.k == 0 || self.k > 100 {
             return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
         }
+        // A zero budget could only end every question before its first call.
+        if self.budget.max_llm_calls == 0 {
+            return Err(ConfigError::Invalid("max_llm_calls = 0 must be at least 1".into()));
+        }
+        if self.budget.max_tokens == Some(0) {
+            return Err(ConfigError::Invalid("max_tokens = 0 must be at least 1".into()));
+        }
         self.serve.validate()?;
         self.check_strategies()?;
         self.prompts().map(|_| ())
@@ -794,6 +801,8 @@ mod tests {
             "[serve]\ntimeout_secs = 18446744073709551615",
             "[serve]\nmax_connections = 0",
             "[serve]\nmax_connections_per_peer = 0",
+            "[budget]\nmax_llm_calls = 0",
+            "[budget]\nmax_tokens = 0",
             "[serve]\nread_timeout_secs = 0",
             "[serve]\nmax_body_bytes = 9223372036854775807",
             "[llms.x]\nkind = \"openai\"\nmodel = \"m\"\nmax_in_flight = 2305843009213693952",
