@@ -20,7 +20,8 @@ if [ ! -x "$venv/bin/pip" ]; then
   python3 -c 'import ensurepip' 2>/dev/null || { echo "test.sh: Python's venv module is missing (Debian: apt-get install python3-venv)" >&2; exit 1; }
   python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=7" "openai>=1.40,<3"
+"$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=7" "openai>=1.40,<3" \
+  "llama-index-core>=0.12,<0.15" "dspy>=2.6,<4"
 PATH="$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" "$venv/bin/pip" install -q --disable-pip-version-check \
   --no-build-isolation --force-reinstall --no-deps ./python
 HOPWISE_BIN="$CARGO_TARGET_DIR/debug/hopwise" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
