@@ -194,7 +194,7 @@ pub fn check_run_dir(out_dir: &Path, current: &RunFingerprint) -> Result<()> {
 pub fn strategy_prompts_hash(prompts: &Prompts, name: &str, options: &StrategyOptions) -> Result<String> {
     let strategy = hopwise_reason::strategy::build(name, options)?;
     let mut templates = vec!["system"];
-    templates.extend_from_slice(strategy.templates());
+    templates.extend_from_slice(hopwise_reason::strategy::templates(strategy.as_ref()));
     Ok(prompts_hash(prompts, &templates))
 }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use hopwise_core::{Llm, Prompts, Recorder};
 use hopwise_reason::gate;
-use hopwise_reason::uar::{UarOptions, UncertaintyGate};
+use hopwise_reason::gate::{GateSettings, UncertaintyGate};
 use hopwise_reason::uncertainty::{jaccard_matrix, Estimator};
 use hopwise_reason::Ctx;
 use serde::{Deserialize, Serialize};
@@ -217,10 +217,14 @@ pub async fn judge(
     temperature: f32,
 ) -> Result<GateRecord> {
     let ctx = Ctx::new(llm, prompts, Recorder::new(&item.question, "gate-eval"));
-    let sampling = UncertaintyGate::for_strategy(
-        "gate-eval",
-        &UarOptions { samples: Some(samples), sample_temperature: temperature, ..UarOptions::default() },
-    )?;
+    let settings = GateSettings {
+        estimator: Estimator::default(),
+        threshold: None,
+        samples: Some(samples),
+        similarity: None,
+        sample_temperature: temperature,
+    };
+    let sampling = UncertaintyGate::new("gate-eval", settings)?;
     let mut params = ctx.params().clone();
     params.max_tokens = 64;
     let format = ctx.render("toqd_format_short", &[])?;

@@ -7,11 +7,85 @@ use std::sync::Arc;
 
 use hopwise_core::{GenParams, Nli};
 
+use serde::{Deserialize, Serialize};
+
 use crate::ctx::Ctx;
-use crate::error::Result;
+use crate::error::{ReasonError, Result};
 use crate::nli_judge::entailment_matrix;
-use crate::uar::{Similarity, UncertaintyGate};
 use crate::uncertainty::{jaccard_matrix, nli_similarity, num_semantic_sets, Estimator, Matrix};
+
+/// Most samples per step: the estimators' eigen-solver and the NLI cost (`n(n−1)` judgements) are
+/// sized for small `n`.
+pub const MAX_SAMPLES: u32 = 20;
+
+/// Which similarity feeds EigV and Eccentricity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Similarity {
+    Jaccard,
+    Nli,
+}
+
+/// The resolved, validated uncertainty gate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct UncertaintyGate {
+    pub estimator: Estimator,
+    pub threshold: f64,
+    pub samples: u32,
+    pub similarity: Similarity,
+    pub sample_temperature: f32,
+}
+
+/// A gate as options state it, before validation: `None` takes the estimator's default.
+#[derive(Debug, Clone, Copy)]
+pub struct GateSettings {
+    pub estimator: Estimator,
+    pub threshold: Option<f64>,
+    pub samples: Option<u32>,
+    pub similarity: Option<Similarity>,
+    pub sample_temperature: f32,
+}
+
+impl UncertaintyGate {
+    /// Validates the gate settings of `strategy` (error messages name it).
+    pub fn new(strategy: &str, o: GateSettings) -> Result<Self> {
+        let invalid = |m: String| Err(ReasonError::InvalidOption(format!("strategy `{strategy}`: {m}")));
+        let estimator = o.estimator;
+        let samples = o.samples.unwrap_or(if estimator == Estimator::Ecc { 10 } else { 5 });
+        if samples < 2 {
+            return invalid(format!("samples = {samples}: uncertainty needs at least 2 samples to compare"));
+        }
+        if samples > MAX_SAMPLES {
+            return invalid(format!("samples = {samples}: at most {MAX_SAMPLES} are supported"));
+        }
+        let similarity = match (estimator, o.similarity) {
+            (Estimator::Eigv | Estimator::Ecc, s) => s.unwrap_or(Similarity::Jaccard),
+            (_, Some(_)) => {
+                return invalid(format!(
+                    "`similarity` applies to eigv and ecc only; {estimator} fixes its own similarity"
+                ))
+            }
+            (Estimator::DegJaccard, None) => Similarity::Jaccard,
+            (Estimator::DegNli | Estimator::Numsets, None) => Similarity::Nli,
+        };
+        let threshold = o.threshold.unwrap_or(estimator.default_threshold());
+        let max = estimator.max_value(samples as usize);
+        if !threshold.is_finite() || threshold < 0.0 {
+            return invalid(format!("threshold = {threshold}: must be a finite number ≥ 0"));
+        }
+        if threshold >= max {
+            return invalid(format!(
+                "threshold = {threshold}: {estimator} is at most {max:.3} with {samples} samples, so it could never \
+                 exceed the threshold; lower it or raise `samples`"
+            ));
+        }
+        if !(o.sample_temperature > 0.0 && o.sample_temperature <= 2.0) {
+            return invalid(format!("sample_temperature = {}: must be in (0, 2]", o.sample_temperature));
+        }
+        Ok(Self { estimator, threshold, samples, similarity, sample_temperature: o.sample_temperature })
+    }
+}
+
 
 /// `U` over a set of samples, with the similarity matrix it came from.
 pub struct Estimate {

@@ -17,6 +17,7 @@
 //!   passage scores).
 
 pub mod baselines;
+mod chain;
 pub mod ctx;
 pub mod details;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod strategy;
 pub mod toqd;
 pub mod uar;
 pub mod uncertainty;
+pub mod vote;
 
 pub use ctx::{Budget, Ctx};
 pub use meter::Meter;

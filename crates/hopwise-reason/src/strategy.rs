@@ -1,66 +1,19 @@
-//! The `Strategy` trait and the one table of named strategies.
+//! The one table of named strategies, above every strategy (their trait is in `api`).
 //!
 //! A strategy answers one question through a [`Ctx`]; [`run`] wraps it with input checks and closes
 //! the trace. [`STRATEGIES`] lists every strategy once: its name, what it needs (a retriever, an
 //! embedder, an NLI judge), the templates it may render, its retrieval-free variant and how to build
 //! it. The CLI, the server, the evaluator and the runtime read strategies from it and nowhere else.
 
-use async_trait::async_trait;
 use hopwise_core::Trace;
-use serde::de::DeserializeOwned;
 
 use crate::ctx::Ctx;
 use crate::error::{ReasonError, Result};
 
-/// What a strategy returns; the rest of the record is in the trace.
-#[derive(Debug, Clone, Default)]
-pub struct Answer {
-    pub text: String,
-    pub rationale: Option<String>,
-}
+pub mod api;
 
-#[async_trait]
-pub trait Strategy: Send + Sync {
-    /// The name it is registered under in [`STRATEGIES`].
-    fn name(&self) -> &str;
-    async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer>;
+pub use api::{Answer, Strategy, StrategyOptions};
 
-    /// The prompt templates the strategy may render with its options (by default the table's list,
-    /// which covers every option). A row's prompts fingerprint hashes these, so a changed template
-    /// marks only the rows that could have rendered it.
-    fn templates(&self) -> &'static [&'static str] {
-        spec(self.name()).map_or(&[], |s| s.templates)
-    }
-
-    /// Whether the strategy cannot run without a retriever (from the table).
-    fn needs_retriever(&self) -> bool {
-        spec(self.name()).is_ok_and(|s| s.needs_retriever)
-    }
-}
-
-/// Strategy options as given in config (`[strategies.NAME]`) or flags. Each strategy deserialises its
-/// own typed options from them and rejects keys it does not know.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StrategyOptions(pub serde_json::Map<String, serde_json::Value>);
-
-impl StrategyOptions {
-    pub fn parse<T: DeserializeOwned>(&self, strategy: &str) -> Result<T> {
-        serde_json::from_value(serde_json::Value::Object(self.0.clone()))
-            .map_err(|e| ReasonError::InvalidOption(format!("strategy `{strategy}`: {e}")))
-    }
-
-    pub fn set(&mut self, key: &str, value: serde_json::Value) {
-        self.0.insert(key.to_string(), value);
-    }
-
-    /// These options with `overlay`'s keys laid over them.
-    pub fn overlaid(mut self, overlay: &serde_json::Map<String, serde_json::Value>) -> Self {
-        for (k, v) in overlay {
-            self.set(k, v.clone());
-        }
-        self
-    }
-}
 
 /// One row of [`STRATEGIES`].
 pub struct StrategySpec {
@@ -120,11 +73,6 @@ const TOQD_PAPER_TEMPLATES: &[&str] = &[
     "toqd_summary",
     "toqd_format_short",
 ];
-/// The sentence loop's templates; `uar` adds the NLI judge's when its similarity is NLI.
-pub(crate) const SENTENCE_LOOP_TEMPLATES: &[&str] =
-    &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude"];
-pub(crate) const SENTENCE_LOOP_NLI_TEMPLATES: &[&str] =
-    &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude", "nli_judge"];
 const HGOT_TEMPLATES: &[&str] =
     &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"];
 const SELF_ASK_TEMPLATES: &[&str] =
@@ -176,23 +124,23 @@ pub const STRATEGIES: &[StrategySpec] = &[
     }),
     StrategySpec {
         uses_nli: true,
-        ..row("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)", true, SENTENCE_LOOP_NLI_TEMPLATES, |o| {
+        ..row("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)", true, crate::uar::SENTENCE_LOOP_NLI_TEMPLATES, |o| {
             Ok(Box::new(crate::uar::DynamicRetrieval::uar(&o.parse("uar")?)?))
         })
     },
-    row("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query", true, SENTENCE_LOOP_TEMPLATES, |o| {
+    row("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query", true, crate::uar::SENTENCE_LOOP_TEMPLATES, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::always_retrieve("always-retrieve", &o.parse("always-retrieve")?)?))
     }),
-    row("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query", true, SENTENCE_LOOP_TEMPLATES, |o| {
+    row("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query", true, crate::uar::SENTENCE_LOOP_TEMPLATES, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::always_retrieve(
             "always-retrieve-subquery",
             &o.parse("always-retrieve-subquery")?,
         )?))
     }),
-    row("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]", true, SENTENCE_LOOP_TEMPLATES, |o| {
+    row("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]", true, crate::uar::SENTENCE_LOOP_TEMPLATES, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::flare_instruct(&o.parse("flare-instruct")?)?))
     }),
-    row("flare-direct", "FLARE (Jiang et al. 2023): search with the question, then a look-ahead sentence at a time; one with a token below probability θ is searched for, its unlikely tokens masked, and regenerated", true, SENTENCE_LOOP_TEMPLATES, |o| {
+    row("flare-direct", "FLARE (Jiang et al. 2023): search with the question, then a look-ahead sentence at a time; one with a token below probability θ is searched for, its unlikely tokens masked, and regenerated", true, crate::uar::SENTENCE_LOOP_TEMPLATES, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::flare_direct(&o.parse("flare-direct")?)?))
     }),
     StrategySpec {
@@ -271,6 +219,11 @@ pub fn resolve(name: &str, no_retrieval: bool) -> Result<String> {
         .ok_or_else(|| ReasonError::InvalidOption(format!("strategy `{name}` has no retrieval-free mode")))
 }
 
+/// The prompt templates `strategy` may render: its own narrower list, else its table row's.
+pub fn templates(strategy: &dyn Strategy) -> &'static [&'static str] {
+    strategy.templates().unwrap_or_else(|| spec(strategy.name()).map_or(&[], |row| row.templates))
+}
+
 /// Builds a strategy by name.
 pub fn build(name: &str, options: &StrategyOptions) -> Result<Box<dyn Strategy>> {
     spec(name)?.build(options)
@@ -283,7 +236,7 @@ pub async fn run(strategy: &dyn Strategy, ctx: &Ctx, question: &str) -> Result<T
     if question.is_empty() {
         return Err(ReasonError::EmptyQuestion);
     }
-    if strategy.needs_retriever() && !ctx.has_retriever() {
+    if spec(strategy.name()).is_ok_and(|row| row.needs_retriever) && !ctx.has_retriever() {
         return Err(ReasonError::NeedsRetriever(strategy.name().to_string()));
     }
     match strategy.answer(ctx, question).await {
@@ -387,7 +340,7 @@ mod registry_tests {
                 let _ = run(strategy.as_ref(), &ctx, question).await;
                 for template in ctx.rendered_templates() {
                     assert!(
-                        strategy.templates().contains(&template.as_str()),
+                        templates(strategy.as_ref()).contains(&template.as_str()),
                         "{name} rendered `{template}`, which it does not declare"
                     );
                 }

@@ -38,15 +38,22 @@ use crate::ctx::{format_passages, Ctx};
 use crate::details::{self, sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate}};
 use crate::error::{ReasonError, Result};
 use crate::gate::{self, Estimate};
-use crate::strategy::{Answer, Strategy, SENTENCE_LOOP_NLI_TEMPLATES, SENTENCE_LOOP_TEMPLATES};
+use crate::strategy::api::{Answer, Strategy};
+
+/// The sentence loop's templates; `uar` adds the NLI judge's when its similarity is NLI.
+pub(crate) const SENTENCE_LOOP_TEMPLATES: &[&str] =
+    &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude"];
+pub(crate) const SENTENCE_LOOP_NLI_TEMPLATES: &[&str] =
+    &["uar_next_sentence", "uar_subquery", "uar_flare_instruct", "uar_conclude", "nli_judge"];
 use crate::uncertainty::Matrix;
 
 mod confidence;
 mod options;
 
+pub use crate::gate::{Similarity, UncertaintyGate, MAX_SAMPLES};
 pub use options::{
-    AlwaysRetrieveOptions, ConfidenceGate, FlareDirectOptions, FlareInstructOptions, QuerySource, Similarity,
-    UarOptions, UncertaintyGate, WithoutProbabilities, MAX_SAMPLES,
+    uncertainty_gate, AlwaysRetrieveOptions, ConfidenceGate, FlareDirectOptions, FlareInstructOptions, QuerySource,
+    UarOptions, WithoutProbabilities,
 };
 use crate::protocol::answer::marked_answer;
 pub use crate::protocol::sentence::{clean_query, first_sentence, parse_search_request};
@@ -84,7 +91,7 @@ impl DynamicRetrieval {
     pub fn uar(o: &UarOptions) -> Result<Self> {
         Ok(Self {
             name: "uar",
-            gate: Gate::Uncertainty(UncertaintyGate::from_options(o)?),
+            gate: Gate::Uncertainty(uncertainty_gate("uar", o)?),
             max_steps: check_max_steps("uar", o.max_steps)?,
             initial_retrieval: o.initial_retrieval,
         })
@@ -170,12 +177,8 @@ impl Strategy for DynamicRetrieval {
     }
 
     /// Only a gate that compares samples by entailment asks the NLI judge.
-    fn templates(&self) -> &'static [&'static str] {
-        if self.judges_entailment() {
-            SENTENCE_LOOP_NLI_TEMPLATES
-        } else {
-            SENTENCE_LOOP_TEMPLATES
-        }
+    fn templates(&self) -> Option<&'static [&'static str]> {
+        Some(if self.judges_entailment() { SENTENCE_LOOP_NLI_TEMPLATES } else { SENTENCE_LOOP_TEMPLATES })
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {

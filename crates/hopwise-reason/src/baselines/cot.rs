@@ -12,7 +12,7 @@ use super::{final_answer, record_sink};
 use crate::details::baseline::BaselineNode;
 use crate::ctx::Ctx;
 use crate::error::{ReasonError, Result};
-use crate::strategy::{Answer, Strategy};
+use crate::strategy::api::{Answer, Strategy};
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]

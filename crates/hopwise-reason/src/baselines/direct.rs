@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::{final_answer, record_sink};
 use crate::ctx::Ctx;
 use crate::error::Result;
-use crate::strategy::{Answer, Strategy};
+use crate::strategy::api::{Answer, Strategy};
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]

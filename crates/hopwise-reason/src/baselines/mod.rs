@@ -9,46 +9,11 @@ pub mod plan_solve;
 pub mod rtr;
 pub mod self_ask;
 
-use hopwise_core::trace::SINK;
-use hopwise_core::{Decision, NodeTrace, Passage};
-
-use crate::ctx::Ctx;
-use crate::details::{self, baseline::BaselineNode};
-
+pub(crate) use crate::chain::{record_sink, step_node};
 pub use crate::protocol::answer::final_answer;
 
 /// Shared with the retriever wrappers of `hopwise-index`, so it lives in `hopwise-core`.
 pub use hopwise_core::text::parse_numbered_list;
-
-/// A node for one step of a baseline.
-pub(crate) fn step_node(id: &str, question: &str, parents: Vec<String>) -> NodeTrace {
-    NodeTrace { id: id.to_string(), question: question.to_string(), parents, ..Default::default() }
-}
-
-/// Records the sink node `Q` with the final answer.
-pub(crate) fn record_sink(
-    ctx: &Ctx,
-    question: &str,
-    answer: &str,
-    decision: Decision,
-    parents: Vec<String>,
-    passages: Vec<Passage>,
-    detail: Option<BaselineNode>,
-) {
-    for parent in &parents {
-        ctx.rec().add_edge(parent, SINK);
-    }
-    ctx.rec().upsert_node(NodeTrace {
-        id: SINK.to_string(),
-        question: question.to_string(),
-        parents,
-        decision,
-        answer: Some(answer.to_string()),
-        passages,
-        extra: detail.map(|d| details::to_extra(&d)).unwrap_or_default(),
-        ..Default::default()
-    });
-}
 
 #[cfg(test)]
 pub(crate) mod test_support {

@@ -10,7 +10,7 @@ use super::{final_answer, record_sink, step_node};
 use crate::details::baseline::BaselineNode;
 use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
-use crate::strategy::{Answer, Strategy};
+use crate::strategy::api::{Answer, Strategy};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::hgot::citations::StatementScore;
-use crate::hgot::vote::VoteRow;
-use crate::hgot::HgotOptions;
+use crate::vote::VoteRow;
+use crate::hgot::options::HgotOptions;
 
 /// An HGOT node's detail.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -211,4 +210,17 @@ pub struct DemonstrationPool {
 pub enum SigmaEntry {
     Update { node: String, stage: String, passage: String, sigma_before: f64, nu_bar: f64, ci: f64, sigma: f64 },
     Retrieved { node: String, stage: String, passage: String, engine_score: f32, sigma: f64 },
+}
+
+/// How one statement's citations were judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StatementScore {
+    pub claim: String,
+    /// Scored citations (at most `MAX_CITATIONS`), 1-based.
+    pub citations: Vec<usize>,
+    /// Citations to passages that do not exist.
+    pub dangling: Vec<usize>,
+    pub supported: bool,
+    /// Per scored citation.
+    pub relevant: Vec<bool>,
 }

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::uar::{QuerySource, Similarity, WithoutProbabilities};
+use crate::gate::Similarity;
 use crate::uncertainty::{Estimator, Matrix};
 
 /// One sentence's step.
@@ -70,4 +70,26 @@ pub enum LoopGate {
     Always { query: QuerySource },
     FlareInstruct,
     FlareDirect { theta: f64, beta: f64, without_probabilities: WithoutProbabilities },
+}
+
+/// What always-retrieve searches with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum QuerySource {
+    /// The temporary sentence itself (FLARE's direct query).
+    Sentence,
+    /// A generated sub-query for the missing fact.
+    Subquery,
+}
+
+/// What `flare-direct` does when the backend reports no token probabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WithoutProbabilities {
+    /// Stop with an error that names this option (the default: a row must not silently measure
+    /// another method).
+    #[default]
+    Error,
+    /// Run `flare-instruct` instead, and say so in the trace.
+    FlareInstruct,
 }

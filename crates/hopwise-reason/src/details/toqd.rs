@@ -3,9 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::hgot::vote::VoteRow;
+use crate::vote::VoteRow;
 use crate::protocol::plan::{AnswerType, QuestionPlan};
-use crate::toqd::NodeGate;
+use crate::toqd::options::NodeGate;
 use crate::uncertainty::Estimator;
 
 /// A ToQD node's detail. Every part is present only where that step ran.

@@ -21,8 +21,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hopwise_core::{Nli, NliLabel, Passage, Recorder};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+pub use crate::details::hgot::StatementScore;
 pub use crate::protocol::citations::{parse_thought, split_statements, take_markers, Statement, Thought};
 
 /// Citations per statement that are scored.
@@ -92,19 +93,6 @@ impl Judge {
         }
         verdict
     }
-}
-
-/// How one statement's citations were judged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StatementScore {
-    pub claim: String,
-    /// Scored citations (at most [`MAX_CITATIONS`]), 1-based.
-    pub citations: Vec<usize>,
-    /// Citations to passages that do not exist.
-    pub dangling: Vec<usize>,
-    pub supported: bool,
-    /// Per scored citation.
-    pub relevant: Vec<bool>,
 }
 
 /// Citation quality of one rationale.

@@ -16,7 +16,7 @@
 //! `hgot-paper` is Algorithm 1 as published: no `stop_confidence`, no `keep_probe`.
 //! Thoughts are weighed by citation quality, `ρ = α + β·REC + γ·PREC` ([`citations`], [`vote`]);
 //! every Probe/Infer updates the passage scores `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]`, starting from
-//! the search engine's scores divided by the round's best ([`vote::initial_scores`]).
+//! the search engine's scores divided by the round's best ([`crate::vote::initial_scores`]).
 //!
 //! Trace: the question is node `Q` (layer 0); its steps are `1`, `2`, … (layer 1), theirs `2.1`, …;
 //! `parents` and edges carry the dependencies, steps nobody depends on feed their parent. Each
@@ -41,7 +41,7 @@ use crate::details::{
     hgot::{DemonstrationPool, HgotNode, HgotTrace, KeptAnswer, SigmaEntry, StopDetail, StopReason, StopRecord},
 };
 use crate::error::{ReasonError, Result};
-use crate::strategy::{Answer, Strategy};
+use crate::strategy::api::{Answer, Strategy};
 
 pub mod citations;
 pub mod demos;
@@ -51,7 +51,7 @@ mod planning;
 mod search;
 pub use crate::protocol::steps;
 mod thinking;
-pub mod vote;
+pub use crate::vote;
 
 pub use citations::{parse_thought, score_citations, split_statements, CitationScore, Judge, Statement, Thought};
 pub use options::{DemoSelection, HgotOptions};

@@ -4,7 +4,7 @@
 use hopwise_core::{GenParams, Passage, Repair};
 
 use super::citations::{parse_thought, score_citations, CitationScore, Thought};
-use super::vote::{
+use crate::vote::{
     initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote,
 };
 use super::{update_detail, Outcome, Run, ScoredPassage};

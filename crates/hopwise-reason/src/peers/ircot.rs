@@ -21,13 +21,14 @@ use hopwise_core::{Decision, GenParams, Passage};
 use serde::Deserialize;
 
 use super::{accumulate, chain_node};
-use crate::baselines::{final_answer, record_sink};
+use crate::chain::record_sink;
+use crate::protocol::answer::final_answer;
 use crate::ctx::{format_passages, Ctx};
 use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
 use crate::protocol::answer::marked_answer;
 use crate::protocol::sentence::first_sentence;
-use crate::strategy::{Answer, Strategy};
+use crate::strategy::api::{Answer, Strategy};
 
 /// How the final answer is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -17,12 +17,13 @@ use hopwise_core::{Decision, GenParams, Passage};
 use serde::Deserialize;
 
 use super::chain_node;
-use crate::baselines::{final_answer, record_sink};
+use crate::chain::record_sink;
+use crate::protocol::answer::final_answer;
 use crate::ctx::{format_passages, Ctx};
 use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
 use crate::protocol::agent::{read_turn, transcript_turn, AgentAction, ANSWER_GRAMMAR, TURN_GRAMMAR, TURN_STOPS};
-use crate::strategy::{Answer, Strategy};
+use crate::strategy::api::{Answer, Strategy};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -38,12 +38,12 @@ use crate::ctx::Ctx;
 use crate::details::{self, toqd::ToqdNode};
 use crate::error::Result;
 use crate::protocol::plan::{AnswerType, FinalOp, QuestionPlan};
-use crate::strategy::{Answer, Strategy};
-use crate::uar::UncertaintyGate;
+use crate::strategy::api::{Answer, Strategy};
+use crate::gate::UncertaintyGate;
 
 mod decide;
 mod graph;
-mod options;
+pub mod options;
 pub mod paper;
 mod planner;
 mod reading;

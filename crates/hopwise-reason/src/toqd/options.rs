@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ReasonError, Result};
-use crate::uar::{UarOptions, UncertaintyGate};
+use crate::gate::{GateSettings, UncertaintyGate, MAX_SAMPLES};
 use crate::uncertainty::Estimator;
 
 /// What a node asks the model before it reads passages: whether it already knows.
@@ -79,8 +79,8 @@ impl ToqdOptions {
     /// Checks ranges; returns the sampling gate when `gate = uncertainty`.
     pub fn validate(&self, strategy: &str) -> Result<Option<UncertaintyGate>> {
         let invalid = |m: String| Err(ReasonError::InvalidOption(format!("strategy `{strategy}`: {m}")));
-        if self.samples == 0 || self.samples > crate::uar::MAX_SAMPLES {
-            return invalid(format!("samples = {}: must be 1 to {}", self.samples, crate::uar::MAX_SAMPLES));
+        if self.samples == 0 || self.samples > MAX_SAMPLES {
+            return invalid(format!("samples = {}: must be 1 to {}", self.samples, MAX_SAMPLES));
         }
         if !(self.read_temperature > 0.0 && self.read_temperature <= 2.0) {
             return invalid(format!("read_temperature = {}: must be in (0, 2]", self.read_temperature));
@@ -102,14 +102,14 @@ impl ToqdOptions {
                 self.uncertainty
             ));
         }
-        let gate = UncertaintyGate::for_strategy(
+        let gate = UncertaintyGate::new(
             strategy,
-            &UarOptions {
-                uncertainty: self.uncertainty,
+            GateSettings {
+                estimator: self.uncertainty,
                 threshold: self.threshold,
                 samples: Some(self.samples.max(2)),
+                similarity: None,
                 sample_temperature: self.sample_temperature,
-                ..UarOptions::default()
             },
         )?;
         Ok(Some(gate))

@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::executor::{ChildGraph, NodeOutcome, NodeTask, Phase};
 use crate::protocol::answer::{answer_with_reason, short_answer};
 use crate::protocol::{self as parse, GraphNode, Topology};
-use crate::strategy::{Answer, Strategy};
+use crate::strategy::api::{Answer, Strategy};
 use crate::uncertainty;
 
 /// Output caps per step, so a model that runs on cannot stall a node.

@@ -8,7 +8,7 @@ use hopwise_core::{GenParams, Passage};
 use crate::ctx::{format_passages, Ctx};
 use crate::details::{self, toqd::{ReadingRecord, ToqdNode}};
 use crate::error::Result;
-use crate::hgot::vote::{weighted_vote, Vote};
+use crate::vote::{weighted_vote, Vote};
 use crate::protocol::answer::short_answer;
 use crate::protocol::is_unanswered;
 use crate::protocol::plan::AnswerType;

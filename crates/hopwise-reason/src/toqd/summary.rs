@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::executor::Dag;
 use crate::protocol::answer::answer_with_reason;
 use crate::protocol::plan::{named_option, AnswerType, QuestionPlan};
-use crate::strategy::Answer;
+use crate::strategy::api::Answer;
 
 /// Output cap of one summary (an answer and a one-sentence reason).
 const SUMMARY_TOKENS: u32 = 200;

@@ -1,31 +1,12 @@
-//! Typed options of the sentence-loop strategies and the validated uncertainty gate.
+//! Typed options of the sentence-loop strategies.
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::details::sentence::{QuerySource, WithoutProbabilities};
 use crate::error::{ReasonError, Result};
+use crate::gate::{GateSettings, Similarity, UncertaintyGate};
 use crate::uncertainty::Estimator;
 
-/// Most samples per step: the estimators' eigen-solver and the NLI cost (`n(n−1)` judgements) are
-/// sized for small `n`.
-pub const MAX_SAMPLES: u32 = 20;
-
-/// Which similarity feeds EigV and Eccentricity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Similarity {
-    Jaccard,
-    Nli,
-}
-
-/// What always-retrieve searches with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum QuerySource {
-    /// The temporary sentence itself (FLARE's direct query).
-    Sentence,
-    /// A generated sub-query for the missing fact.
-    Subquery,
-}
 
 /// Options of `uar`.
 #[derive(Debug, Clone, Deserialize)]
@@ -92,18 +73,6 @@ impl Default for FlareInstructOptions {
     }
 }
 
-/// What `flare-direct` does when the backend reports no token probabilities.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum WithoutProbabilities {
-    /// Stop with an error that names this option (the default: a row must not silently measure
-    /// another method).
-    #[default]
-    Error,
-    /// Run `flare-instruct` instead, and say so in the trace.
-    FlareInstruct,
-}
-
 /// Options of `flare-direct`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -152,56 +121,16 @@ impl ConfidenceGate {
     }
 }
 
-/// The resolved, validated uncertainty gate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct UncertaintyGate {
-    pub estimator: Estimator,
-    pub threshold: f64,
-    pub samples: u32,
-    pub similarity: Similarity,
-    pub sample_temperature: f32,
-}
-
-impl UncertaintyGate {
-    pub fn from_options(o: &UarOptions) -> Result<Self> {
-        Self::for_strategy("uar", o)
-    }
-
-    /// Validates the gate settings of `strategy` (error messages name it).
-    pub fn for_strategy(strategy: &str, o: &UarOptions) -> Result<Self> {
-        let invalid = |m: String| Err(ReasonError::InvalidOption(format!("strategy `{strategy}`: {m}")));
-        let estimator = o.uncertainty;
-        let samples = o.samples.unwrap_or(if estimator == Estimator::Ecc { 10 } else { 5 });
-        if samples < 2 {
-            return invalid(format!("samples = {samples}: uncertainty needs at least 2 samples to compare"));
-        }
-        if samples > MAX_SAMPLES {
-            return invalid(format!("samples = {samples}: at most {MAX_SAMPLES} are supported"));
-        }
-        let similarity = match (estimator, o.similarity) {
-            (Estimator::Eigv | Estimator::Ecc, s) => s.unwrap_or(Similarity::Jaccard),
-            (_, Some(_)) => {
-                return invalid(format!(
-                    "`similarity` applies to eigv and ecc only; {estimator} fixes its own similarity"
-                ))
-            }
-            (Estimator::DegJaccard, None) => Similarity::Jaccard,
-            (Estimator::DegNli | Estimator::Numsets, None) => Similarity::Nli,
-        };
-        let threshold = o.threshold.unwrap_or(estimator.default_threshold());
-        let max = estimator.max_value(samples as usize);
-        if !threshold.is_finite() || threshold < 0.0 {
-            return invalid(format!("threshold = {threshold}: must be a finite number ≥ 0"));
-        }
-        if threshold >= max {
-            return invalid(format!(
-                "threshold = {threshold}: {estimator} is at most {max:.3} with {samples} samples, so it could never \
-                 exceed the threshold; lower it or raise `samples`"
-            ));
-        }
-        if !(o.sample_temperature > 0.0 && o.sample_temperature <= 2.0) {
-            return invalid(format!("sample_temperature = {}: must be in (0, 2]", o.sample_temperature));
-        }
-        Ok(Self { estimator, threshold, samples, similarity, sample_temperature: o.sample_temperature })
-    }
+/// The validated uncertainty gate of `uar`'s options (error messages name `strategy`).
+pub fn uncertainty_gate(strategy: &str, o: &UarOptions) -> Result<UncertaintyGate> {
+    UncertaintyGate::new(
+        strategy,
+        GateSettings {
+            estimator: o.uncertainty,
+            threshold: o.threshold,
+            samples: o.samples,
+            similarity: o.similarity,
+            sample_temperature: o.sample_temperature,
+        },
+    )
 }

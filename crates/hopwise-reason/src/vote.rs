@@ -1,5 +1,5 @@
-//! HGOT's formulas, pure: thought quality ρ, the weighted vote and its confidence CI, and the
-//! passage scores δ̂ → ν → ν̂ → ν̄ → σ.
+//! The weighted vote shared by HGOT and ToQD, and HGOT's other formulas, pure: thought quality ρ,
+//! the vote and its confidence CI, and the passage scores δ̂ → ν → ν̂ → ν̄ → σ.
 
 use hopwise_core::text::normalize_answer;
 use serde::{Deserialize, Serialize};
