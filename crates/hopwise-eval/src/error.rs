@@ -20,8 +20,15 @@ pub enum EvalError {
     ConfigMismatch { out_dir: PathBuf, difference: String },
     #[error("{path}:{line}: corrupt results line ({message}); fix or remove that line to resume")]
     CorruptResults { path: PathBuf, line: usize, message: String },
-    #[error("writing {path} failed ({source}){}; the run stopped, finished results are kept", full_disk_hint(.source))]
+    #[error("writing {path} failed ({source}){}", full_disk_hint(.source))]
     Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A run's results file could not be written: the run stops with what it finished.
+    #[error("writing {path} failed ({source}){}; the run stopped, finished results are kept", full_disk_hint(.source))]
+    ResultsWrite {
         path: PathBuf,
         #[source]
         source: std::io::Error,
@@ -76,5 +83,20 @@ fn full_disk_hint(e: &std::io::Error) -> &'static str {
     match e.kind() {
         std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => " (the disk is full)",
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a run's results file speaks of a stopped run; `report` and `data fetch` write files too.
+    #[test]
+    fn only_a_results_write_says_the_run_stopped() {
+        let io = || std::io::Error::other("disk gone");
+        let plain = EvalError::Write { path: PathBuf::from("EVALUATION.md"), source: io() }.to_string();
+        assert!(plain.contains("EVALUATION.md") && !plain.contains("run stopped"), "{plain}");
+        let results = EvalError::ResultsWrite { path: PathBuf::from("out/results.jsonl"), source: io() }.to_string();
+        assert!(results.contains("the run stopped, finished results are kept"), "{results}");
     }
 }

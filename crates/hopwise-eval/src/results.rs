@@ -125,7 +125,7 @@ impl ResultsLog<File> {
     /// already finished.
     pub fn open(path: &Path) -> Result<(Self, Vec<ResultRecord>)> {
         let (records, complete) = read_results(path)?;
-        let write_err = |e| EvalError::Write { path: path.to_path_buf(), source: e };
+        let write_err = |e| EvalError::ResultsWrite { path: path.to_path_buf(), source: e };
         let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(write_err)?;
         let on_disk = file.metadata().map_err(write_err)?.len();
         if on_disk > complete {
@@ -148,7 +148,7 @@ impl<F: LogFile> ResultsLog<F> {
     /// file is cut back to its last complete line and the error is returned: the caller stops.
     pub fn append(&mut self, record: &ResultRecord) -> Result<()> {
         let mut line = serde_json::to_vec(record)
-            .map_err(|e| EvalError::Write { path: self.path.clone(), source: std::io::Error::other(e) })?;
+            .map_err(|e| EvalError::ResultsWrite { path: self.path.clone(), source: std::io::Error::other(e) })?;
         line.push(b'\n');
         let result = self.file.write_all(&line).and_then(|()| self.file.sync());
         match result {
@@ -159,7 +159,7 @@ impl<F: LogFile> ResultsLog<F> {
             Err(e) => {
                 // Best effort: a partial line left behind is also dropped by the next `open`.
                 let _ = self.file.truncate(self.len);
-                Err(EvalError::Write { path: self.path.clone(), source: e })
+                Err(EvalError::ResultsWrite { path: self.path.clone(), source: e })
             }
         }
     }
@@ -167,7 +167,7 @@ impl<F: LogFile> ResultsLog<F> {
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so readers never see half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let err = |e| EvalError::Write { path: path.to_path_buf(), source: e };
+    let err = |e| EvalError::ResultsWrite { path: path.to_path_buf(), source: e };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(err)?;
     }
