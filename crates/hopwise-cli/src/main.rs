@@ -3,6 +3,8 @@
 
 mod cli;
 mod commands;
+#[cfg(test)]
+mod environment_doc;
 mod render;
 mod terminal;
 

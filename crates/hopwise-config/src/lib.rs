@@ -742,6 +742,19 @@ mod tests {
 
     use super::*;
 
+    /// The annotated example in `docs/configuration.md` is a valid configuration: every key it
+    /// shows exists, with a value in range (strategy options included).
+    #[test]
+    fn the_documented_example_is_a_valid_configuration() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md");
+        let doc = std::fs::read_to_string(path).expect("docs/configuration.md");
+        let start = doc.find("```toml\n").expect("a TOML example") + "```toml\n".len();
+        let end = start + doc[start..].find("```").expect("its end");
+        let config = Config::from_toml(&doc[start..end]).unwrap_or_else(|e| panic!("the documented example: {e}"));
+        assert_eq!(config.serve.max_connections_per_peer, 64);
+        assert!(config.strategies.contains_key("toqd"));
+    }
+
     #[test]
     fn serve_section_then_flags() {
         let mut c = Config::from_toml("[serve]\nbind = \"0.0.0.0:9000\"\nmax_concurrency = 2").expect("valid");
