@@ -9,8 +9,8 @@ pub fn render_trace(trace: &Trace) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Question: {}", trace.question);
     let mut marks = Vec::new();
-    if let Some(c) = trace.confidence {
-        marks.push(format!("confidence {:.0}%", c * 100.0));
+    if let (Some(c), Some(words)) = (trace.confidence, trace.confidence_in_words()) {
+        marks.push(format!("confidence {:.0}%: {words}", c * 100.0));
     }
     if trace.best_effort {
         marks.push("best effort: a budget or a failure cut the work short".to_string());

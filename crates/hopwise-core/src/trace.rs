@@ -287,6 +287,20 @@ pub fn supporting_passages(trace: &Trace) -> Vec<String> {
 }
 
 impl Trace {
+    /// What the confidence says, in words: every vote agreed, the answer held a majority of the
+    /// (weighted) vote, or it only led a split vote. `None` without a confidence.
+    pub fn confidence_in_words(&self) -> Option<&'static str> {
+        self.confidence.map(|c| {
+            if c >= 0.999 {
+                "every vote agrees"
+            } else if c > 0.5 {
+                "a majority of the vote"
+            } else {
+                "leads a split vote"
+            }
+        })
+    }
+
     /// Why the trace has no answer (its notes, else an empty reply), or `None` when it has one.
     pub fn missing_answer_reason(&self) -> Option<String> {
         if !self.answer.trim().is_empty() {
@@ -523,6 +537,16 @@ mod tests {
         assert_eq!(t.missing_answer_reason().as_deref(), Some("the model replied with nothing (2 model calls)"));
         t.notes = vec!["budget spent".into(), "no thought gave an answer".into()];
         assert_eq!(t.missing_answer_reason().as_deref(), Some("budget spent; no thought gave an answer"));
+    }
+
+    #[test]
+    fn the_confidence_is_said_in_words() {
+        let at = |c: Option<f64>| Trace { confidence: c, ..Trace::default() }.confidence_in_words();
+        assert_eq!(at(None), None);
+        assert_eq!(at(Some(1.0)), Some("every vote agrees"));
+        assert_eq!(at(Some(0.6)), Some("a majority of the vote"));
+        assert_eq!(at(Some(0.5)), Some("leads a split vote"), "half is no majority");
+        assert_eq!(at(Some(0.2)), Some("leads a split vote"));
     }
 
     #[test]

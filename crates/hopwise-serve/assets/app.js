@@ -149,13 +149,20 @@ function select(id) {
   draw();
 }
 
+// The words of Trace::confidence_in_words (hopwise-core), for the same thresholds.
+function confidenceInWords(c) {
+  if (c >= 0.999) return "every vote agrees";
+  if (c > 0.5) return "a majority of the vote";
+  return "leads a split vote";
+}
+
 function showResult(trace) {
   state.answer = trace.answer;
   for (const n of trace.nodes) state.nodes.set(n.id, n);
   state.edges = trace.edges;
   $("result").hidden = false;
   const marks = [];
-  if (typeof trace.confidence === "number") marks.push(`confidence ${Math.round(trace.confidence * 100)}%`);
+  if (typeof trace.confidence === "number") marks.push(`confidence ${Math.round(trace.confidence * 100)}%: ${confidenceInWords(trace.confidence)}`);
   if (trace.best_effort) marks.push("best effort: a budget or a failure cut the work short");
   $("answer").textContent = (trace.answer || "(no answer)") + (marks.length ? `  (${marks.join("; ")})` : "");
   $("answer").classList.toggle("best-effort", !!trace.best_effort);
