@@ -127,7 +127,47 @@ async fn readable_output_shows_the_graph() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.starts_with(head) && text.contains(edge) && text.contains("Rush"), "{text}");
+        if format == "mermaid" {
+            // The question's quotes and apostrophes are in the labels: Mermaid itself must parse them.
+            mermaid_parses(&text, tmp.path());
+        }
     }
+}
+
+/// Parses `diagram` with Mermaid's own parser (its browser bundle in headless Chromium, through
+/// `tests/mermaid/parse.cjs`). Needs node, /usr/bin/chromium, and playwright-core and mermaid in
+/// `$HOPWISE_HOME/node` (`.ci/run` installs them); without them it prints why and returns, except
+/// under CI, where it fails.
+fn mermaid_parses(diagram: &str, tmp: &Path) {
+    let home = std::env::var_os("HOPWISE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/hopwise"));
+    let modules = home.join("node/node_modules");
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let node = std::process::Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+    let missing = [
+        (!node).then(|| "node is missing".to_string()),
+        (!Path::new(&chromium).is_file()).then(|| format!("{chromium} is missing")),
+        (!modules.join("playwright-core").is_dir()).then(|| format!("playwright-core is missing in {}", modules.display())),
+        (!modules.join("mermaid").is_dir()).then(|| format!("mermaid is missing in {}", modules.display())),
+    ];
+    if let Some(why) = missing.into_iter().flatten().next() {
+        assert!(std::env::var_os("CI").is_none(), "the Mermaid check cannot run under CI: {why}");
+        eprintln!("skipped: the Mermaid parse check ({why})");
+        return;
+    }
+    let file = tmp.join("graph.mmd");
+    std::fs::write(&file, diagram).expect("write the diagram");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mermaid/parse.cjs");
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .arg(&file)
+        .env("NODE_PATH", &modules)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .expect("run node");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "Mermaid does not parse the graph: {report}{}\n{diagram}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
