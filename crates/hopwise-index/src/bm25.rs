@@ -50,7 +50,7 @@ impl Bm25Retriever {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
-            .map_err(|err: tantivy::TantivyError| corrupt(dir, err.to_string()))?;
+            .map_err(|err: tantivy::TantivyError| layout::open_failure(dir, &dir.join(layout::BM25_SUBDIR), err))?;
         Ok(Self {
             dir: dir.to_path_buf(),
             reader,

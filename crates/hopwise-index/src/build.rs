@@ -140,7 +140,13 @@ pub fn build_index(
         seconds: 0.0,
     };
 
-    let reader = opened.index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+    let bm25_dir = dir.join(layout::BM25_SUBDIR);
+    let reader = opened
+        .index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .try_into()
+        .map_err(|err| layout::open_failure(dir, &bm25_dir, err))?;
     let before: Searcher = reader.searcher();
     let had_passages = before.num_docs() > 0;
     if had_passages && opened.meta.chunking != opts.chunking {
@@ -161,8 +167,10 @@ pub fn build_index(
         );
     }
 
-    let mut writer: IndexWriter<TantivyDocument> =
-        opened.index.writer_with_num_threads(opts.writer_threads, opts.writer_heap_bytes)?;
+    let mut writer: IndexWriter<TantivyDocument> = opened
+        .index
+        .writer_with_num_threads(opts.writer_threads, opts.writer_heap_bytes)
+        .map_err(|err| layout::open_failure(dir, &bm25_dir, err))?;
     // Passages added per document id during this build, to count in-build replacements (ids only:
     // a few dozen bytes per document, not the text).
     let mut added: HashMap<String, u64> = HashMap::new();

@@ -172,6 +172,29 @@ pub(crate) fn corrupt(dir: &Path, reason: impl Into<String>) -> IndexError {
     IndexError::CorruptIndex { dir: dir.to_path_buf(), reason: reason.into() }
 }
 
+/// Why the search engine could not open the files in `bm25_dir`: an operating-system failure to
+/// read or write them (permission denied, a read-only disk) is that failure, named with its file;
+/// only the rest means the index is damaged and should be rebuilt.
+pub(crate) fn open_failure(dir: &Path, bm25_dir: &Path, err: tantivy::TantivyError) -> IndexError {
+    use tantivy::directory::error::{OpenDirectoryError, OpenReadError, OpenWriteError};
+    use tantivy::TantivyError as E;
+    let io = |source: &std::io::Error, file: &Path| {
+        let path = if file.is_absolute() { file.to_path_buf() } else { bm25_dir.join(file) };
+        IndexError::io(path, std::io::Error::new(source.kind(), source.to_string()))
+    };
+    match &err {
+        E::OpenReadError(OpenReadError::IoError { io_error, filepath }) => io(io_error, filepath),
+        E::OpenWriteError(OpenWriteError::IoError { io_error, filepath }) => io(io_error, filepath),
+        E::OpenDirectoryError(OpenDirectoryError::IoError { io_error, directory_path }) => io(io_error, directory_path),
+        E::IoError(io_error) => io(io_error, bm25_dir),
+        E::LockFailure(lock, _) => match lock {
+            tantivy::directory::error::LockError::IoError(io_error) => io(io_error, bm25_dir),
+            _ => corrupt(dir, format!("{}: {err}", bm25_dir.display())),
+        },
+        _ => corrupt(dir, format!("{}: {err}", bm25_dir.display())),
+    }
+}
+
 /// An opened BM25 index with its fields and metadata.
 pub struct OpenedIndex {
     pub index: Index,
@@ -187,7 +210,7 @@ pub fn open(dir: &Path) -> Result<OpenedIndex> {
     }
     let meta = IndexMeta::read(dir)?;
     let bm25_dir = dir.join(BM25_SUBDIR);
-    let index = Index::open_in_dir(&bm25_dir).map_err(|err| corrupt(dir, format!("{}: {err}", bm25_dir.display())))?;
+    let index = Index::open_in_dir(&bm25_dir).map_err(|err| open_failure(dir, &bm25_dir, err))?;
     let fields = fields_of(&index.schema()).map_err(|reason| corrupt(dir, reason))?;
     index.tokenizers().register(ANALYZER_NAME, analyzer());
     Ok(OpenedIndex { index, fields, meta })
@@ -222,6 +245,25 @@ pub fn open_or_create(dir: &Path, chunking: ChunkOptions) -> Result<OpenedIndex>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file the operating system will not let us read or lock is named with its error; only a
+    /// damaged index is called unreadable and sent to be rebuilt.
+    #[test]
+    fn permission_and_lock_failures_are_io_errors_not_corruption() {
+        use std::sync::Arc;
+        use tantivy::directory::error::{LockError, OpenReadError};
+        let (dir, bm25) = (Path::new("/idx"), Path::new("/idx/bm25"));
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let read = tantivy::TantivyError::OpenReadError(OpenReadError::wrap_io_error(denied(), ".managed.json".into()));
+        let message = open_failure(dir, bm25, read).to_string();
+        assert!(message.starts_with("/idx/bm25/.managed.json: ") && !message.contains("rebuild"), "{message}");
+        assert!(!message.contains("IoError {"), "no debug dump: {message}");
+        let lock = tantivy::TantivyError::LockFailure(LockError::IoError(Arc::new(denied())), None);
+        let message = open_failure(dir, bm25, lock).to_string();
+        assert!(message.starts_with("/idx/bm25: ") && !message.contains("Lockfile"), "{message}");
+        let damaged = tantivy::TantivyError::SchemaError("no field".into());
+        assert!(matches!(open_failure(dir, bm25, damaged), IndexError::CorruptIndex { .. }));
+    }
 
     fn tokens(text: &str) -> Vec<String> {
         let mut analyzer = analyzer();
