@@ -64,7 +64,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     examples.truncate(limit);
     let config = RetrievalEvalConfig { methods, k, concurrency: 1 };
     let started = Instant::now();
-    let report = retrieval_eval(&examples, llm, retriever, Arc::new(Prompts::default()), &config).await?;
+    let runtime = hopwise_reason::Runtime::new(llm, Arc::new(Prompts::default())).with_retriever(Some(retriever));
+    let report = retrieval_eval(&examples, Arc::new(runtime), &config).await?;
     println!("{}", render_retrieval_markdown(&report));
     println!("wall {:.1} s for {} examples", started.elapsed().as_secs_f64(), examples.len());
     Ok(())

@@ -10,13 +10,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
-
-use hopwise_core::{Llm, Prompts, Recorder};
-use hopwise_reason::gate;
-use hopwise_reason::gate::{GateSettings, UncertaintyGate};
+use hopwise_core::Recorder;
+use hopwise_reason::gate::{self, GateSettings, UncertaintyGate};
 use hopwise_reason::uncertainty::{jaccard_matrix, Estimator};
-use hopwise_reason::Ctx;
+use hopwise_reason::Runtime;
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::{next_line, open_regular, Line, MAX_LINE_BYTES};
@@ -209,14 +206,9 @@ fn read_node_answer(_question: &str, reply: &str) -> Option<String> {
 
 /// Asks one item closed-book: a greedy best guess, a greedy `NO!`-protocol reply, and `samples`
 /// sampled best guesses (one request).
-pub async fn judge(
-    llm: Arc<dyn Llm>,
-    prompts: Arc<Prompts>,
-    item: GateItem,
-    samples: u32,
-    temperature: f32,
-) -> Result<GateRecord> {
-    let ctx = Ctx::new(llm, prompts, Recorder::new(&item.question, "gate-eval"));
+pub async fn judge(runtime: &Runtime, item: GateItem, samples: u32, temperature: f32) -> Result<GateRecord> {
+    // The same runtime as `ask`: its metered model, prompts and default parameters, no retriever.
+    let ctx = runtime.context(Recorder::new(&item.question, "gate-eval"), None);
     let settings = GateSettings {
         estimator: Estimator::default(),
         threshold: None,

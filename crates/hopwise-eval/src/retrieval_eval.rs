@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use hopwise_core::text::normalize_answer;
-use hopwise_core::{Llm, Passage, Prompts, Recorder, Retriever};
+use hopwise_core::{Passage, Recorder};
 use hopwise_reason::baselines::parse_numbered_list;
-use hopwise_reason::Ctx;
+use hopwise_reason::{Ctx, Runtime};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
@@ -186,17 +186,12 @@ async fn queries_for(ctx: &Ctx, method: QueryMethod, question: &str) -> hopwise_
     })
 }
 
-async fn evaluate_one(
-    example: Arc<Example>,
-    method: QueryMethod,
-    llm: Arc<dyn Llm>,
-    retriever: Arc<dyn Retriever>,
-    prompts: Arc<Prompts>,
-    k: usize,
-) -> Option<QueryRecord> {
+async fn evaluate_one(example: Arc<Example>, method: QueryMethod, runtime: Arc<Runtime>, k: usize) -> Option<QueryRecord> {
     let (gold, by_id) = gold_of(&example)?;
     let rec = Recorder::new(&example.question, method.name());
-    let ctx = Ctx::new(llm, prompts, rec).with_retriever(Some(retriever)).with_k(k);
+    // The same runtime as `ask`: its metered model, prompts and retriever (no query rewriting of its
+    // own: each method forms its queries itself).
+    let ctx = runtime.context(rec, None).with_k(k);
     let mut error = None;
     let mut queries = match queries_for(&ctx, method, &example.question).await {
         Ok(q) => q,
@@ -230,14 +225,16 @@ async fn evaluate_one(
     })
 }
 
-/// Runs every method over every example with gold evidence.
+/// Runs every method over every example with gold evidence, through `runtime` (which must have a
+/// retriever).
 pub async fn retrieval_eval(
     examples: &[Example],
-    llm: Arc<dyn Llm>,
-    retriever: Arc<dyn Retriever>,
-    prompts: Arc<Prompts>,
+    runtime: Arc<Runtime>,
     config: &RetrievalEvalConfig,
 ) -> Result<RetrievalReport> {
+    if !runtime.has_retriever() {
+        return Err(EvalError::Config("retrieval-eval needs a retriever".into()));
+    }
     if config.methods.is_empty() {
         return Err(EvalError::Config("no query method given".into()));
     }
@@ -251,8 +248,7 @@ pub async fn retrieval_eval(
     loop {
         while running.len() < config.concurrency.max(1) {
             let Some((example, method)) = jobs.next() else { break };
-            let (llm, retriever, prompts) = (llm.clone(), retriever.clone(), prompts.clone());
-            running.spawn(evaluate_one(example, method, llm, retriever, prompts, k));
+            running.spawn(evaluate_one(example, method, runtime.clone(), k));
         }
         let Some(joined) = running.join_next().await else { break };
         match joined {
@@ -327,6 +323,7 @@ pub fn write_retrieval_report(out_dir: &Path, report: &RetrievalReport) -> Resul
 mod tests {
     use async_trait::async_trait;
     use hopwise_core::scripted::ScriptedLlm;
+    use hopwise_core::{Prompts, Retriever};
 
     use super::*;
 
@@ -389,11 +386,11 @@ mod tests {
         };
         let no_gold =
             Example { id: "e2".into(), question: "q".into(), answers: vec!["x".into()], ..Default::default() };
+        let runtime = Runtime::new(Arc::new(llm), Arc::new(Prompts::default()))
+            .with_retriever(Some(Arc::new(ByWord(vec!["alpha", "beta"]))));
         let report = retrieval_eval(
             &[example, no_gold],
-            Arc::new(llm),
-            Arc::new(ByWord(vec!["alpha", "beta"])),
-            Arc::new(Prompts::default()),
+            Arc::new(runtime),
             &RetrievalEvalConfig { k: 3, ..Default::default() },
         )
         .await

@@ -7,7 +7,6 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use futures::stream::{self, StreamExt};
@@ -15,9 +14,8 @@ use hopwise_config::Config;
 use hopwise_core::Llm;
 use hopwise_eval::gate_eval::{gate_items, join_reader, judge, render_report, GateRecord, ItemKind};
 use hopwise_eval::gate_sweep::{draw_sweep, sweep};
-use hopwise_models::{CacheMode, CachedLlm};
 
-use crate::backends;
+use crate::runtime::{self, Needs};
 use crate::cli::{GateEvalArgs, GateItems};
 
 pub async fn run(config: Config, args: GateEvalArgs) -> Result<ExitCode> {
@@ -84,19 +82,16 @@ async fn judge_all(config: &Config, args: &GateEvalArgs) -> Result<(Vec<(String,
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         sets.push((name, gate_items(path, args.limit, kind)?));
     }
-    let base = backends::build_llm(config, true).await?;
-    let llm: Arc<dyn Llm> = if args.no_cache {
-        base
-    } else {
-        Arc::new(CachedLlm::new(base, config.home_dir().join("cache").join("llm"), CacheMode::ReadWrite))
-    };
-    let prompts = Arc::new(config.prompts()?);
+    // The same runtime as `ask` (its model, cache, prompts and defaults), without a retriever: the
+    // items are asked closed-book.
+    let needs = Needs { cache: !args.no_cache, progress: true, ..Needs::default() };
+    let runtime = runtime::build(config, &needs).await?;
     let mut out = Vec::new();
     for (name, items) in sets {
         let total = items.len();
         let label = name.as_str();
         let records: Vec<GateRecord> = stream::iter(items)
-            .map(|item| judge(llm.clone(), prompts.clone(), item, args.samples, args.temperature))
+            .map(|item| judge(&runtime, item, args.samples, args.temperature))
             .buffered(args.concurrency.max(1))
             .enumerate()
             .map(|(i, record)| {
@@ -110,7 +105,7 @@ async fn judge_all(config: &Config, args: &GateEvalArgs) -> Result<(Vec<(String,
         eprintln!();
         out.push((name, records));
     }
-    Ok((out, llm.name().to_string()))
+    Ok((out, runtime.llm().name().to_string()))
 }
 
 /// An earlier run's `gate.jsonl`, grouped by its `dataset` field in order of first appearance.

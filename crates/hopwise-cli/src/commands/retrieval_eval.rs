@@ -43,13 +43,10 @@ pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode
         progress: !args.json,
         ..Needs::default()
     };
-    let runtime = runtime::build(&config, &needs).await?;
-    let retriever = runtime.retriever().context("the runtime was asked for a retriever")?;
+    let runtime = std::sync::Arc::new(runtime::build(&config, &needs).await?);
     let eval_config = RetrievalEvalConfig { methods, k: args.k, concurrency: args.concurrency.max(1) };
     let started = std::time::Instant::now();
-    let report =
-        retrieval_eval(&dataset.examples, runtime.llm().clone(), retriever, runtime.prompts().clone(), &eval_config)
-            .await?;
+    let report = retrieval_eval(&dataset.examples, runtime, &eval_config).await?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     write_retrieval_report(&args.out, &report)?;
     if args.json {
