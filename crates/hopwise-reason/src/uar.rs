@@ -342,7 +342,8 @@ impl DynamicRetrieval {
                                  (without_probabilities = \"flare-instruct\")",
                             );
                             run.without_probabilities = true;
-                            return Box::pin(self.step(run, step)).await;
+                            let record = run.flare_instruct_step(&id).await?;
+                            return run.record(&id, step, record);
                         }
                     }
                 }
