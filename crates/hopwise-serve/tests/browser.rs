@@ -8,52 +8,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use common::{builder, toqd_model, TestServer, QUESTION};
+use common::{builder, node_modules_or_skip, toqd_model, TestServer, QUESTION};
 use serde_json::Value;
-
-fn home() -> PathBuf {
-    std::env::var_os("HOPWISE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("hopwise")))
-        .unwrap_or_else(|| PathBuf::from(".hopwise"))
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-}
-
-/// Why the test cannot run here, if it cannot.
-fn missing(node_modules: &Path) -> Option<String> {
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    if !on_path("node") {
-        return Some("node is not installed (apt-get install nodejs)".into());
-    }
-    if !Path::new(&chromium).is_file() {
-        return Some(format!("{chromium} is missing (apt-get install chromium)"));
-    }
-    if !node_modules.join("playwright-core").is_dir() {
-        return Some(format!(
-            "playwright-core is not in {} (npm install --prefix {} playwright-core)",
-            node_modules.display(),
-            node_modules.parent().map(|p| p.display().to_string()).unwrap_or_default()
-        ));
-    }
-    None
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn page_draws_the_graph_live_and_shows_node_details() {
-    let node_modules = home().join("node").join("node_modules");
-    if let Some(reason) = missing(&node_modules) {
-        if std::env::var_os("CI").is_some() {
-            panic!("browser test cannot run under CI: {reason}");
-        }
-        eprintln!("SKIPPED browser test: {reason}");
-        return;
-    }
+    let Some(node_modules) = node_modules_or_skip("browser test", &["playwright-core"], true) else { return };
     // Slow enough that the graph visibly builds before the answer arrives.
     let server = TestServer::start(builder(toqd_model().latency(Duration::from_millis(150))).build()).await;
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hopwise-page.png");

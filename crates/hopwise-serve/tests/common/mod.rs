@@ -118,3 +118,43 @@ pub fn parse_sse(body: &str) -> Vec<(String, serde_json::Value)> {
 pub fn metric(text: &str, prefix: &str) -> Option<f64> {
     text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok())
 }
+
+fn home() -> std::path::PathBuf {
+    std::env::var_os("HOPWISE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache").join("hopwise")))
+        .unwrap_or_else(|| std::path::PathBuf::from(".hopwise"))
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// `$HOPWISE_HOME/node/node_modules` when node and the npm `packages` (and, with `chromium`,
+/// /usr/bin/chromium or `$CHROMIUM`) are there, as `.ci/run` installs them. Otherwise `None` with the
+/// reason printed, so the test returns early, except under CI (`CI` set), where it panics.
+pub fn node_modules_or_skip(test: &str, packages: &[&str], chromium: bool) -> Option<std::path::PathBuf> {
+    let node_modules = home().join("node").join("node_modules");
+    let browser = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let reason = if !on_path("node") {
+        Some("node is not installed (apt-get install nodejs)".to_string())
+    } else if chromium && !std::path::Path::new(&browser).is_file() {
+        Some(format!("{browser} is missing (apt-get install chromium)"))
+    } else {
+        packages.iter().find(|p| !node_modules.join(p).is_dir()).map(|p| {
+            format!(
+                "{p} is not in {} (npm install --prefix {} {p})",
+                node_modules.display(),
+                node_modules.parent().map(|d| d.display().to_string()).unwrap_or_default()
+            )
+        })
+    };
+    match reason {
+        None => Some(node_modules),
+        Some(reason) if std::env::var_os("CI").is_some() => panic!("{test} cannot run under CI: {reason}"),
+        Some(reason) => {
+            eprintln!("SKIPPED {test}: {reason}");
+            None
+        }
+    }
+}
