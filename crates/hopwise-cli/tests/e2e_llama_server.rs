@@ -19,7 +19,7 @@ const QUESTION: &str = "Which Canadian rock band released a song called \"Counte
 
 fn missing(why: &str) {
     assert!(std::env::var_os("CI").is_none(), "CI: {why}");
-    eprintln!("skipped: {why}");
+    hopwise_core::test_skips::skipped(why);
 }
 
 /// The llama.cpp server with the 0.5B model, or why it cannot start here.

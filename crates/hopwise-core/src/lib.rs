@@ -1,7 +1,7 @@
 //! Shared vocabulary of hopwise: the backend traits every strategy talks to, the one trace type every
 //! strategy writes, the prompt templates, and small text utilities.
 //!
-//! Nothing here does I/O of its own; backends live in `hopwise-models` and `hopwise-index`, strategies in
+//! Nothing here does I/O of its own (except [`test_skips`], the record of a test that could not run); backends live in `hopwise-models` and `hopwise-index`, strategies in
 //! `hopwise-reason`.
 
 pub mod error;
@@ -14,6 +14,7 @@ pub mod progress;
 pub mod prompts;
 pub mod retrieval;
 pub mod scripted;
+pub mod test_skips;
 pub mod text;
 pub mod trace;
 #[cfg(feature = "schema")]

@@ -27,7 +27,7 @@ fn minilm_with(precision: Precision) -> Option<MiniLmEmbedder> {
     if let Err(e) = verify_embedder_model(&dir) {
         let reason = format!("all-MiniLM-L6-v2 not installed ({e}); run `hopwise setup --fetch all-minilm-l6-v2`");
         assert!(std::env::var_os("CI").is_none(), "CI: {reason}");
-        eprintln!("skipped: {reason}");
+        hopwise_core::test_skips::skipped(&reason);
         return None;
     }
     let options = MiniLmOptions { threads: 1, precision, ..MiniLmOptions::default() };

@@ -41,7 +41,7 @@ pub fn require(name: &str) -> Option<PathBuf> {
     if std::env::var_os("CI").is_some() {
         panic!("{why} (CI is set, so a missing server fails the test)");
     }
-    eprintln!("skipped: {why}");
+    hopwise_core::test_skips::skipped(&why);
     None
 }
 

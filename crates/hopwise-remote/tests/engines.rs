@@ -47,7 +47,7 @@ async fn fixture() -> Option<Arc<Fixture>> {
             let model = minilm()?;
             let Some(subset) = hotpotqa_subset(QUESTIONS) else {
                 assert!(std::env::var_os("CI").is_none(), "HotpotQA data missing: {:?} and data/sample", data_dir());
-                eprintln!("skipped: HotpotQA data missing: {:?} and data/sample", data_dir());
+                hopwise_core::test_skips::skipped(&format!("HotpotQA data missing: {:?} and data/sample", data_dir()));
                 return None;
             };
             let embedder = table_embedder(&subset, model).await;

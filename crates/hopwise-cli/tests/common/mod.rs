@@ -53,7 +53,7 @@ pub fn minilm_installed() -> bool {
             dir.display()
         );
         assert!(std::env::var_os("CI").is_none(), "CI: {reason}");
-        eprintln!("skipped: {reason}");
+        hopwise_core::test_skips::skipped(&reason);
     }
     ok
 }

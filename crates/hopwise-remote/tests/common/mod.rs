@@ -149,7 +149,7 @@ pub fn minilm() -> Option<Arc<MiniLmEmbedder>> {
         if std::env::var_os("CI").is_some() {
             panic!("{why} (CI is set)");
         }
-        eprintln!("skipped: {why}");
+        hopwise_core::test_skips::skipped(&why);
         return None;
     }
     let opts = MiniLmOptions { threads: 1, ..MiniLmOptions::default() };

@@ -153,7 +153,7 @@ pub fn node_modules_or_skip(test: &str, packages: &[&str], chromium: bool) -> Op
         None => Some(node_modules),
         Some(reason) if std::env::var_os("CI").is_some() => panic!("{test} cannot run under CI: {reason}"),
         Some(reason) => {
-            eprintln!("SKIPPED {test}: {reason}");
+            hopwise_core::test_skips::skipped(&format!("{test}: {reason}"));
             None
         }
     }
