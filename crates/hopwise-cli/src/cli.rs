@@ -49,65 +49,17 @@ pub struct GlobalArgs {
     pub llm_max_retries: Option<u32>,
     /// Retrieval backend: bm25, dense (all-MiniLM-L6-v2; needs `hopwise index --dense`), hybrid (both,
     /// fused), or a remote engine: typesense, milvus, opensearch (see --typesense-url and friends).
-    #[arg(
-        long,
-        global = true,
-        env = "HOPWISE_RETRIEVER",
-        value_name = "bm25|dense|hybrid|typesense|milvus|opensearch"
-    )]
-    pub retriever: Option<String>,
+    #[arg(long, global = true, env = "HOPWISE_RETRIEVER", value_enum)]
+    pub retriever: Option<hopwise_config::RetrieverKind>,
+    /// Where the remote engines are (`[remote]`), declared with the section.
     #[command(flatten)]
-    pub remote: RemoteArgs,
+    pub remote: hopwise_config::RemoteOverrides,
     /// Inference threads for the local model.
     #[arg(long, global = true, env = "HOPWISE_THREADS")]
     pub threads: Option<u32>,
     /// More log output (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
-}
-
-/// Where the remote retrieval engines are (`[remote]` in hopwise.toml).
-#[derive(Debug, Args)]
-pub struct RemoteArgs {
-    /// Typesense server, e.g. http://127.0.0.1:8108.
-    #[arg(long, global = true, env = "HOPWISE_TYPESENSE_URL")]
-    pub typesense_url: Option<String>,
-    /// Typesense API key (prefer the environment variable: flags show in process lists).
-    #[arg(long, global = true, env = "HOPWISE_TYPESENSE_API_KEY", hide_env_values = true)]
-    pub typesense_api_key: Option<String>,
-    /// Milvus server (its REST API), e.g. http://127.0.0.1:19530.
-    #[arg(long, global = true, env = "HOPWISE_MILVUS_URL")]
-    pub milvus_url: Option<String>,
-    /// Milvus token (`user:password` or an API key).
-    #[arg(long, global = true, env = "HOPWISE_MILVUS_TOKEN", hide_env_values = true)]
-    pub milvus_token: Option<String>,
-    /// OpenSearch or Elasticsearch server, e.g. http://127.0.0.1:9200.
-    #[arg(long, global = true, env = "HOPWISE_OPENSEARCH_URL")]
-    pub opensearch_url: Option<String>,
-    /// The `Authorization` header value for OpenSearch/Elasticsearch (`Basic …`, `ApiKey …`).
-    #[arg(long, global = true, env = "HOPWISE_OPENSEARCH_AUTH", hide_env_values = true)]
-    pub opensearch_auth: Option<String>,
-    /// Collection (Typesense, Milvus) or index (OpenSearch) name; default `hopwise`.
-    #[arg(long, global = true, env = "HOPWISE_REMOTE_COLLECTION")]
-    pub collection: Option<String>,
-    /// How a remote engine answers: text, vector or hybrid (default: hybrid; Milvus: vector).
-    #[arg(long, global = true, env = "HOPWISE_REMOTE_MODE", value_name = "text|vector|hybrid")]
-    pub remote_mode: Option<String>,
-}
-
-impl RemoteArgs {
-    pub fn overrides(&self) -> hopwise_config::RemoteOverrides {
-        hopwise_config::RemoteOverrides {
-            typesense_url: self.typesense_url.clone(),
-            typesense_api_key: self.typesense_api_key.clone(),
-            milvus_url: self.milvus_url.clone(),
-            milvus_token: self.milvus_token.clone(),
-            opensearch_url: self.opensearch_url.clone(),
-            opensearch_auth: self.opensearch_auth.clone(),
-            collection: self.collection.clone(),
-            mode: self.remote_mode.clone(),
-        }
-    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -343,8 +295,8 @@ impl RunFlags {
 #[derive(Debug, Args)]
 pub struct RetrievalFlags {
     /// Let the model rewrite each retrieval query first: hyde, multi-query or sub-question.
-    #[arg(long, value_name = "METHOD")]
-    pub query_rewrite: Option<String>,
+    #[arg(long, value_name = "METHOD", value_parser = hopwise_config::parse_rewrite_method)]
+    pub query_rewrite: Option<hopwise_config::RewriteMethod>,
     /// Drop passages a question was already given in an earlier retrieval round.
     #[arg(long)]
     pub dedup: bool,
@@ -451,32 +403,9 @@ pub struct EvalArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (default 127.0.0.1:8080; `[serve] bind`).
-    #[arg(long, env = "HOPWISE_SERVE_BIND")]
-    pub bind: Option<String>,
-    /// NAME of the environment variable holding the bearer token; requests must then send
-    /// `Authorization: Bearer <token>` (`/healthz` stays open).
-    #[arg(long, value_name = "NAME", env = "HOPWISE_SERVE_TOKEN_ENV")]
-    pub token_env: Option<String>,
-    /// Questions answered at once; more get 503 with Retry-After.
-    #[arg(long, env = "HOPWISE_SERVE_MAX_CONCURRENCY")]
-    pub max_concurrency: Option<usize>,
-    /// Seconds a question may take before the request gets 504.
-    #[arg(long, env = "HOPWISE_SERVE_TIMEOUT_SECS")]
-    pub timeout_secs: Option<u64>,
-    /// Largest request body in bytes (413 above).
-    #[arg(long, env = "HOPWISE_SERVE_MAX_BODY_BYTES")]
-    pub max_body_bytes: Option<usize>,
-    /// Connections open at once; more are answered 503 and closed.
-    #[arg(long, env = "HOPWISE_SERVE_MAX_CONNECTIONS")]
-    pub max_connections: Option<usize>,
-    /// Connections open at once from one client address (default 64); behind a reverse proxy, where
-    /// every client has the proxy's address, set it to --max-connections.
-    #[arg(long, env = "HOPWISE_SERVE_MAX_CONNECTIONS_PER_PEER")]
-    pub max_connections_per_peer: Option<usize>,
-    /// Seconds a client has to send its request headers, and then its body (the connection is closed; 408).
-    #[arg(long, env = "HOPWISE_SERVE_READ_TIMEOUT_SECS")]
-    pub read_timeout_secs: Option<u64>,
+    /// Where the server listens and the limits it keeps (`[serve]`), declared with the section.
+    #[command(flatten)]
+    pub serve: hopwise_config::ServeOverrides,
     /// Strategy, index and budgets: the defaults for requests, which may pick another strategy and lower `k`
     /// or `r_max` but not raise them.
     #[command(flatten)]

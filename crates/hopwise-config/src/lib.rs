@@ -10,6 +10,10 @@
 //! unknown key, an unknown `[strategies.NAME]` section or strategy, an invalid strategy option, a
 //! bad prompt override.
 
+mod remote;
+mod serve;
+mod settings;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -37,12 +41,21 @@ pub enum ConfigError {
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
 pub use hopwise_core::{default_home, RewriteMethod};
+pub use remote::{RemoteConfig, RemoteMode, RemoteOverrides};
+pub use serve::{
+    ServeConfig, ServeOverrides, MAX_SERVE_BODY_BYTES, MAX_SERVE_CONCURRENCY, MAX_SERVE_CONNECTIONS,
+    MAX_SERVE_READ_TIMEOUT_SECS, MAX_SERVE_TIMEOUT_SECS,
+};
+use serve::in_range;
+use settings::FlagValue;
 
-/// How a remote engine answers (`[remote] mode`).
-pub const REMOTE_MODES: [&str; 3] = ["text", "vector", "hybrid"];
+/// Upper bounds for an OpenAI-compatible backend's limits.
+pub const MAX_LLM_TIMEOUT_SECS: f64 = 86_400.0;
+pub const MAX_LLM_RETRIES: u32 = 20;
+pub const MAX_LLM_IN_FLIGHT: usize = 1024;
 
-/// The retrieval backend (`retriever`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The retrieval backend (`retriever`, `--retriever`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum RetrieverKind {
     /// BM25 over the index directory.
@@ -51,15 +64,18 @@ pub enum RetrieverKind {
     Dense,
     /// BM25 and dense, fused by reciprocal rank.
     Hybrid,
+    /// A Typesense collection (`[remote]`).
     Typesense,
+    /// A Milvus collection (`[remote]`).
     Milvus,
+    /// An OpenSearch or Elasticsearch index (`[remote]`).
     Opensearch,
 }
 
-impl RetrieverKind {
-    pub const ALL: [RetrieverKind; 6] =
-        [Self::Bm25, Self::Dense, Self::Hybrid, Self::Typesense, Self::Milvus, Self::Opensearch];
+impl FlagValue for RetrieverKind {}
+impl FlagValue for RewriteMethod {}
 
+impl RetrieverKind {
     pub fn name(self) -> &'static str {
         match self {
             Self::Bm25 => "bm25",
@@ -69,13 +85,6 @@ impl RetrieverKind {
             Self::Milvus => "milvus",
             Self::Opensearch => "opensearch",
         }
-    }
-
-    pub fn parse(name: &str) -> Result<Self> {
-        Self::ALL.into_iter().find(|r| r.name() == name).ok_or_else(|| {
-            let names: Vec<&str> = Self::ALL.iter().map(|r| r.name()).collect();
-            ConfigError::Invalid(format!("retriever `{name}` is unknown; choose one of {}", names.join(", ")))
-        })
     }
 
     /// Whether it is a remote engine configured in `[remote]`.
@@ -90,10 +99,11 @@ impl std::fmt::Display for RetrieverKind {
     }
 }
 
-fn parse_rewrite(name: &str) -> Result<RewriteMethod> {
+/// `--query-rewrite`'s value parser: the method, or which ones there are.
+pub fn parse_rewrite_method(name: &str) -> std::result::Result<RewriteMethod, String> {
     RewriteMethod::parse(name).ok_or_else(|| {
         let names: Vec<&str> = RewriteMethod::ALL.iter().map(|m| m.name()).collect();
-        ConfigError::Invalid(format!("query_rewrite `{name}` is unknown; choose one of {}", names.join(", ")))
+        format!("`{name}` is unknown; choose one of {}", names.join(", "))
     })
 }
 
@@ -164,258 +174,6 @@ pub struct Config {
     pub remote: RemoteConfig,
 }
 
-/// The `[remote]` section: where the remote engines are and how to use them. Secrets are never read
-/// from this file: it names the environment variable holding them (`*_env`); a key given by flag or
-/// `HOPWISE_*` variable overrides that and is never serialised.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RemoteConfig {
-    pub typesense_url: Option<String>,
-    pub typesense_api_key_env: Option<String>,
-    #[serde(skip)]
-    pub typesense_api_key: Option<String>,
-    pub milvus_url: Option<String>,
-    pub milvus_token_env: Option<String>,
-    #[serde(skip)]
-    pub milvus_token: Option<String>,
-    pub opensearch_url: Option<String>,
-    /// The NAME of the variable holding the whole `Authorization` header value (`Basic …`, `ApiKey …`).
-    pub opensearch_auth_env: Option<String>,
-    #[serde(skip)]
-    pub opensearch_auth: Option<String>,
-    /// Collection (Typesense, Milvus) or index (OpenSearch) name.
-    pub collection: String,
-    /// `text`, `vector` or `hybrid`; default: hybrid for Typesense and OpenSearch, vector for Milvus.
-    pub mode: Option<String>,
-    /// Limit for one HTTP attempt.
-    pub timeout_secs: f64,
-    /// Retries on connection errors, timeouts, 429 and 5xx.
-    pub max_retries: u32,
-}
-
-impl Default for RemoteConfig {
-    fn default() -> Self {
-        Self {
-            typesense_url: None,
-            typesense_api_key_env: None,
-            typesense_api_key: None,
-            milvus_url: None,
-            milvus_token_env: None,
-            milvus_token: None,
-            opensearch_url: None,
-            opensearch_auth_env: None,
-            opensearch_auth: None,
-            collection: "hopwise".into(),
-            mode: None,
-            timeout_secs: 30.0,
-            max_retries: 3,
-        }
-    }
-}
-
-/// Remote-engine values from flags or `HOPWISE_*` variables.
-#[derive(Debug, Clone, Default)]
-pub struct RemoteOverrides {
-    pub typesense_url: Option<String>,
-    pub typesense_api_key: Option<String>,
-    pub milvus_url: Option<String>,
-    pub milvus_token: Option<String>,
-    pub opensearch_url: Option<String>,
-    pub opensearch_auth: Option<String>,
-    pub collection: Option<String>,
-    pub mode: Option<String>,
-}
-
-impl RemoteConfig {
-    fn apply(&mut self, o: &RemoteOverrides) {
-        let set = |dst: &mut Option<String>, src: &Option<String>| {
-            if let Some(v) = src.as_ref().filter(|v| !v.trim().is_empty()) {
-                *dst = Some(v.clone());
-            }
-        };
-        set(&mut self.typesense_url, &o.typesense_url);
-        set(&mut self.typesense_api_key, &o.typesense_api_key);
-        set(&mut self.milvus_url, &o.milvus_url);
-        set(&mut self.milvus_token, &o.milvus_token);
-        set(&mut self.opensearch_url, &o.opensearch_url);
-        set(&mut self.opensearch_auth, &o.opensearch_auth);
-        set(&mut self.mode, &o.mode);
-        if let Some(c) = o.collection.as_ref().filter(|c| !c.trim().is_empty()) {
-            self.collection = c.clone();
-        }
-    }
-
-    fn validate(&self) -> Result<()> {
-        if let Some(m) = &self.mode {
-            if !REMOTE_MODES.contains(&m.as_str()) {
-                return Err(ConfigError::Invalid(format!(
-                    "remote mode `{m}` is unknown; choose one of {}",
-                    REMOTE_MODES.join(", ")
-                )));
-            }
-        }
-        if self.collection.trim().is_empty() {
-            return Err(ConfigError::Invalid("remote collection name is empty".into()));
-        }
-        if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
-            return Err(ConfigError::Invalid(format!("remote timeout_secs = {} must be positive", self.timeout_secs)));
-        }
-        Ok(())
-    }
-
-    /// A secret given directly, else read from the variable `env_name` names (an error if it is
-    /// named but unset), else `None`.
-    pub fn secret(direct: &Option<String>, env_name: &Option<String>) -> Result<Option<String>> {
-        if let Some(v) = direct {
-            return Ok(Some(v.clone()));
-        }
-        match env_name {
-            None => Ok(None),
-            Some(name) => std::env::var(name).ok().filter(|v| !v.is_empty()).map(Some).ok_or_else(|| {
-                ConfigError::Invalid(format!("the environment variable {name} (named in [remote]) is not set"))
-            }),
-        }
-    }
-}
-
-/// The `[serve]` section. Environment variables (`HOPWISE_SERVE_*`) and `hopwise serve` flags override it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ServeConfig {
-    /// Address to listen on. Loopback by default: exposing the server is a deliberate choice.
-    pub bind: String,
-    /// The NAME of the environment variable holding the bearer token (never the token itself, so
-    /// config files can be shared). No token: no authentication.
-    pub token_env: Option<String>,
-    /// Questions answered at once; further requests get 503 with `Retry-After`.
-    pub max_concurrency: usize,
-    /// Wall-clock limit per question; exceeding it answers 504.
-    pub timeout_secs: u64,
-    /// Largest accepted request body; larger ones get 413.
-    pub max_body_bytes: usize,
-    /// Open connections at once; more are closed as soon as they are accepted.
-    pub max_connections: usize,
-    /// Open connections at once from one client address. Behind a reverse proxy every client has
-    /// the proxy's address: set it to `max_connections` there.
-    pub max_connections_per_peer: usize,
-    /// A request's headers, and then its body, must each arrive within this many seconds: the
-    /// connection is closed (slow headers) or answered 408 (slow body).
-    pub read_timeout_secs: u64,
-}
-
-/// Upper bounds of the `[serve]` numbers: far above any sensible setting, low enough that no value
-/// can overflow a timer or a semaphore.
-pub const MAX_SERVE_CONCURRENCY: usize = 4096;
-pub const MAX_SERVE_CONNECTIONS: usize = 65_536;
-pub const MAX_SERVE_TIMEOUT_SECS: u64 = 86_400;
-pub const MAX_SERVE_BODY_BYTES: usize = 64 * 1024 * 1024;
-pub const MAX_SERVE_READ_TIMEOUT_SECS: u64 = 3_600;
-/// Upper bounds for an OpenAI-compatible backend's limits.
-pub const MAX_LLM_TIMEOUT_SECS: f64 = 86_400.0;
-pub const MAX_LLM_RETRIES: u32 = 20;
-pub const MAX_LLM_IN_FLIGHT: usize = 1024;
-
-impl Default for ServeConfig {
-    fn default() -> Self {
-        Self {
-            bind: "127.0.0.1:8080".into(),
-            token_env: None,
-            max_concurrency: 8,
-            timeout_secs: 300,
-            max_body_bytes: 64 * 1024,
-            max_connections: 512,
-            max_connections_per_peer: 64,
-            read_timeout_secs: 10,
-        }
-    }
-}
-
-/// `value` must lie in `min..=max`; the error names the setting.
-fn in_range<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<()> {
-    if value >= min && value <= max {
-        Ok(())
-    } else {
-        Err(ConfigError::Invalid(format!("{name} = {value} must be between {min} and {max}")))
-    }
-}
-
-impl ServeConfig {
-    /// Applies `hopwise serve` flags (whose clap definitions also read the `HOPWISE_SERVE_*` variables).
-    pub fn apply(&mut self, o: &ServeOverrides) -> Result<()> {
-        if let Some(b) = &o.bind {
-            self.bind = b.clone();
-        }
-        if let Some(t) = &o.token_env {
-            self.token_env = Some(t.clone());
-        }
-        if let Some(c) = o.max_concurrency {
-            self.max_concurrency = c;
-        }
-        if let Some(t) = o.timeout_secs {
-            self.timeout_secs = t;
-        }
-        if let Some(b) = o.max_body_bytes {
-            self.max_body_bytes = b;
-        }
-        if let Some(c) = o.max_connections {
-            self.max_connections = c;
-        }
-        if let Some(c) = o.max_connections_per_peer {
-            self.max_connections_per_peer = c;
-        }
-        if let Some(t) = o.read_timeout_secs {
-            self.read_timeout_secs = t;
-        }
-        self.validate()
-    }
-
-    fn validate(&self) -> Result<()> {
-        if self.bind.parse::<std::net::SocketAddr>().is_err() {
-            return Err(ConfigError::Invalid(format!(
-                "serve.bind = `{}` is not an address like 127.0.0.1:8080",
-                self.bind
-            )));
-        }
-        in_range("serve.max_concurrency", self.max_concurrency, 1, MAX_SERVE_CONCURRENCY)?;
-        in_range("serve.timeout_secs", self.timeout_secs, 1, MAX_SERVE_TIMEOUT_SECS)?;
-        in_range("serve.max_body_bytes", self.max_body_bytes, 256, MAX_SERVE_BODY_BYTES)?;
-        in_range("serve.max_connections", self.max_connections, 1, MAX_SERVE_CONNECTIONS)?;
-        in_range("serve.max_connections_per_peer", self.max_connections_per_peer, 1, MAX_SERVE_CONNECTIONS)?;
-        in_range("serve.read_timeout_secs", self.read_timeout_secs, 1, MAX_SERVE_READ_TIMEOUT_SECS)?;
-        if self.token_env.as_deref().is_some_and(|t| t.trim().is_empty()) {
-            return Err(ConfigError::Invalid("serve.token_env is empty; name an environment variable".into()));
-        }
-        Ok(())
-    }
-
-    /// The bearer token, read from the variable named by `token_env`, without surrounding
-    /// whitespace (a value read from a file often ends in a newline, which no client sends). A named
-    /// but unset variable is an error: starting without auth when auth was asked for would be worse
-    /// than not starting.
-    pub fn token(&self) -> Result<Option<String>> {
-        let Some(name) = &self.token_env else { return Ok(None) };
-        match std::env::var(name) {
-            Ok(t) if !t.trim().is_empty() => Ok(Some(t.trim().to_string())),
-            _ => Err(ConfigError::Invalid(format!(
-                "serve.token_env names `{name}`, but that environment variable is unset or empty"
-            ))),
-        }
-    }
-}
-
-/// `hopwise serve` flag values; `None` leaves the file's value.
-#[derive(Debug, Clone, Default)]
-pub struct ServeOverrides {
-    pub bind: Option<String>,
-    pub token_env: Option<String>,
-    pub max_concurrency: Option<usize>,
-    pub timeout_secs: Option<u64>,
-    pub max_body_bytes: Option<usize>,
-    pub max_connections: Option<usize>,
-    pub max_connections_per_peer: Option<usize>,
-    pub read_timeout_secs: Option<u64>,
-}
-
 impl Default for Config {
     fn default() -> Self {
         let mut llms = BTreeMap::new();
@@ -455,8 +213,8 @@ pub struct Overrides {
     pub base_url: Option<String>,
     pub index: Option<PathBuf>,
     /// `--retriever` / `HOPWISE_RETRIEVER`.
-    pub retriever: Option<String>,
-    pub query_rewrite: Option<String>,
+    pub retriever: Option<RetrieverKind>,
+    pub query_rewrite: Option<RewriteMethod>,
     /// `Some(true)` turns de-duplication on; `None` leaves the file's setting.
     pub dedup: Option<bool>,
     pub strategy: Option<String>,
@@ -547,11 +305,11 @@ impl Config {
         if let Some(i) = &o.index {
             self.index = Some(i.clone());
         }
-        if let Some(r) = &o.retriever {
-            self.retriever = RetrieverKind::parse(r)?;
+        if let Some(r) = o.retriever {
+            self.retriever = r;
         }
-        if let Some(q) = &o.query_rewrite {
-            self.query_rewrite = Some(parse_rewrite(q)?);
+        if let Some(q) = o.query_rewrite {
+            self.query_rewrite = Some(q);
         }
         if let Some(d) = o.dedup {
             self.dedup = d;
@@ -686,6 +444,29 @@ fn validate_openai(name: &str, cfg: &OpenAiConfig) -> Result<()> {
     in_range(&field("max_in_flight"), cfg.max_in_flight, 1, MAX_LLM_IN_FLIGHT)
 }
 
+const REFERENCE_BEGIN: &str = "<!-- settings:begin (generated from each section's declaration; `HOPWISE_BLESS=1 cargo test -p hopwise-config reference` rewrites it) -->";
+const REFERENCE_END: &str = "<!-- settings:end -->";
+
+/// The generated block of `docs/configuration.md`: every key of the sections declared with
+/// one declaration per setting, with its default, flag, variable and meaning.
+pub fn reference_block() -> String {
+    use clap::Args;
+    let defaults = |value: std::result::Result<toml::Table, toml::ser::Error>| value.unwrap_or_default();
+    let serve = settings::reference_table(
+        "serve",
+        ServeConfig::KEYS,
+        &defaults(toml::Table::try_from(ServeConfig::default())),
+        &ServeOverrides::augment_args(clap::Command::new("serve")),
+    );
+    let remote = settings::reference_table(
+        "remote",
+        RemoteConfig::KEYS,
+        &defaults(toml::Table::try_from(RemoteConfig::default())),
+        &RemoteOverrides::augment_args(clap::Command::new("remote")),
+    );
+    format!("{REFERENCE_BEGIN}\n### `[serve]`\n\n{serve}\n### `[remote]`\n\n{remote}{REFERENCE_END}")
+}
+
 /// The strategy name within two edits of `name`, for "did you mean".
 fn closest_strategy(name: &str) -> Option<&'static str> {
     fn distance(a: &str, b: &str) -> usize {
@@ -718,7 +499,7 @@ mod tests {
             remote: RemoteOverrides {
                 typesense_url: Some("http://b:2".into()),
                 typesense_api_key: Some("secret-key".into()),
-                mode: Some("text".into()),
+                mode: Some(RemoteMode::Text),
                 ..Default::default()
             },
             ..Default::default()
@@ -732,12 +513,17 @@ mod tests {
         );
         assert!(!toml::to_string(&c).unwrap().contains("secret-key"));
         assert!(RemoteConfig::secret(&None, &Some("HOPWISE_SURELY_UNSET_VAR".into())).is_err());
-        let bad = Overrides {
-            remote: RemoteOverrides { mode: Some("fuzzy".into()), ..Default::default() },
-            ..Default::default()
-        };
-        assert!(c.apply(&bad).is_err());
+        assert_eq!(c.remote.mode, Some(RemoteMode::Text));
+        assert!(Config::from_toml("[remote]\nmode = \"fuzzy\"").is_err());
         assert!(Config::from_toml("[remote]\ntimeout_secs = 0.0").is_err());
+        assert!(Config::from_toml("[remote]\ntypesense_api_key = \"k\"").is_err(), "keys never go in the file");
+        // An environment variable set to nothing leaves the file's value.
+        c.apply(&Overrides {
+            remote: RemoteOverrides { collection: Some("  ".into()), ..Default::default() },
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(c.remote.collection, "c1");
     }
 
     use super::*;
@@ -751,7 +537,8 @@ mod tests {
         let start = doc.find("```toml\n").expect("a TOML example") + "```toml\n".len();
         let end = start + doc[start..].find("```").expect("its end");
         let config = Config::from_toml(&doc[start..end]).unwrap_or_else(|e| panic!("the documented example: {e}"));
-        assert_eq!(config.serve.max_connections_per_peer, 64);
+        assert_eq!(config.serve.max_concurrency, 8);
+        assert_eq!(config.remote.mode, Some(RemoteMode::Hybrid));
         assert!(config.strategies.contains_key("toqd"));
     }
 
@@ -871,16 +658,17 @@ mod tests {
         assert_eq!(c.k, 7);
         assert_eq!(c.retriever, RetrieverKind::Bm25);
         let o = Overrides {
-            retriever: Some("hybrid".into()),
+            retriever: Some(RetrieverKind::Hybrid),
             dedup: Some(true),
-            query_rewrite: Some("multi-query".into()),
+            query_rewrite: Some(RewriteMethod::MultiQuery),
             ..Default::default()
         };
         c.apply(&o).expect("apply");
         assert!(c.retriever == RetrieverKind::Hybrid && c.dedup);
         assert_eq!(c.query_rewrite, Some(RewriteMethod::MultiQuery));
-        let err = c.apply(&Overrides { retriever: Some("nope".into()), ..Default::default() }).expect_err("unknown");
-        assert!(err.to_string().contains("bm25, dense, hybrid"), "{err}");
+        assert_eq!(parse_rewrite_method("hyde"), Ok(RewriteMethod::Hyde));
+        let err = parse_rewrite_method("magic").expect_err("unknown");
+        assert!(err.contains("hyde, multi-query, sub-question"), "{err}");
         c.retriever = RetrieverKind::Hybrid;
         c.apply(&Overrides { base_url: Some("http://127.0.0.1:9/v1".into()), ..Default::default() }).expect("apply");
         assert!(
@@ -924,5 +712,52 @@ mod tests {
         let err = c.apply(&Overrides { strategy: Some("nope".into()), ..Default::default() }).expect_err("flag");
         assert!(matches!(err, ConfigError::UnknownStrategy(_)), "{err}");
         assert!(Config::from_toml("[strategies.hgot]\nsamples = 3").is_ok());
+    }
+
+    /// The reference tables in `docs/configuration.md` are what the declarations say.
+    #[test]
+    fn reference_tables_match_the_declarations() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/configuration.md");
+        let (Some(start), Some(end)) = (doc.find("<!-- settings:begin"), doc.find(REFERENCE_END)) else {
+            panic!("docs/configuration.md has no settings block")
+        };
+        let current = &doc[start..end + REFERENCE_END.len()];
+        let fresh = reference_block();
+        if current != fresh && std::env::var_os("HOPWISE_BLESS").is_some() {
+            std::fs::write(&path, doc.replacen(current, &fresh, 1)).expect("rewrite docs/configuration.md");
+            return;
+        }
+        assert_eq!(current, fresh, "docs/configuration.md is stale: HOPWISE_BLESS=1 cargo test -p hopwise-config reference");
+        for key in ServeConfig::KEYS.iter().chain(RemoteConfig::KEYS).filter(|k| k.in_file()) {
+            assert!(fresh.contains(&format!(".{}` |", key.name)), "{} is documented", key.name);
+        }
+        assert!(!RemoteConfig::KEYS.iter().any(|k| k.name == "typesense_api_key" && k.in_file()), "secrets: flag only");
+        assert!(fresh.contains("| – (flag or variable only) | – | `--typesense-api-key` |"), "{fresh}");
+        assert!(fresh.contains("| `serve.bind` | `\"127.0.0.1:8080\"` | `--bind` | `HOPWISE_SERVE_BIND` |"), "{fresh}");
+        assert!(fresh.contains("| `remote.timeout_secs` | `30.0` | – | – |"), "{fresh}");
+    }
+
+    /// A flag reaches its config field typed, through the declaration's clap argument.
+    #[test]
+    fn flags_parse_into_typed_overrides() {
+        use clap::{Args, FromArgMatches};
+        let serve = ServeOverrides::augment_args(clap::Command::new("serve").no_binary_name(true));
+        let matches = serve.clone().try_get_matches_from(["--max-concurrency", "5", "--bind", "0.0.0.0:1"]).unwrap();
+        let mut config = ServeConfig::default();
+        config.apply(&ServeOverrides::from_arg_matches(&matches).unwrap()).unwrap();
+        assert_eq!((config.max_concurrency, config.bind.as_str()), (5, "0.0.0.0:1"));
+        assert_eq!(config.timeout_secs, ServeConfig::default().timeout_secs);
+        let err = serve.try_get_matches_from(["--max-concurrency", "many"]).expect_err("not a number");
+        assert!(err.to_string().contains("max-concurrency"), "{err}");
+
+        let remote = RemoteOverrides::augment_args(clap::Command::new("remote").no_binary_name(true));
+        let matches = remote.clone().try_get_matches_from(["--remote-mode", "vector"]).unwrap();
+        assert_eq!(RemoteOverrides::from_arg_matches(&matches).unwrap().mode, Some(RemoteMode::Vector));
+        let err = remote.try_get_matches_from(["--remote-mode", "fuzzy"]).expect_err("unknown mode");
+        assert!(err.to_string().contains("text, vector, hybrid"), "{err}");
+        // File-only settings have no flag.
+        let remote = RemoteOverrides::augment_args(clap::Command::new("remote").no_binary_name(true));
+        assert!(remote.try_get_matches_from(["--timeout-secs", "3"]).is_err());
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use hopwise_config::{Config, LlmConfig, RemoteConfig, RetrieverKind};
+use hopwise_config::{Config, LlmConfig, RemoteConfig, RemoteMode, RetrieverKind};
 use hopwise_core::{Embedder, Llm, Retriever};
 use hopwise_embed::{
     embedder_model_dir, MiniLmEmbedder, MiniLmOptions, Precision, MINILM_INT8_MODEL_ID, MINILM_MODEL_ID,
@@ -122,7 +122,12 @@ pub async fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
             let engine = remote.name();
             let store = remote_store(config, engine)?;
             let default_mode = if remote == RetrieverKind::Milvus { SearchMode::Vector } else { SearchMode::Hybrid };
-            let mode = config.remote.mode.as_deref().and_then(SearchMode::parse).unwrap_or(default_mode);
+            let mode = match config.remote.mode {
+                Some(RemoteMode::Text) => SearchMode::Text,
+                Some(RemoteMode::Vector) => SearchMode::Vector,
+                Some(RemoteMode::Hybrid) => SearchMode::Hybrid,
+                None => default_mode,
+            };
             let embedder = if mode == SearchMode::Text { None } else { Some(require_embedder(config)?) };
             let retriever = RemoteRetriever::open(store, embedder, mode)
                 .await

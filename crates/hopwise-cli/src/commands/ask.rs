@@ -28,7 +28,7 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
         bail!("the question is empty");
     }
     config.apply(&hopwise_config::Overrides {
-        query_rewrite: args.retrieval.query_rewrite.clone(),
+        query_rewrite: args.retrieval.query_rewrite,
         dedup: args.retrieval.dedup.then_some(true),
         ..args.run.overrides()
     })?;

@@ -16,7 +16,7 @@ const MAX_FAILURES_SHOWN: usize = 20;
 pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
     config.apply(&hopwise_config::Overrides {
         index: args.index.clone(),
-        query_rewrite: args.retrieval.query_rewrite.clone(),
+        query_rewrite: args.retrieval.query_rewrite,
         dedup: args.retrieval.dedup.then_some(true),
         ..Default::default()
     })?;

@@ -30,8 +30,8 @@ pub fn load_config(global: &GlobalArgs) -> Result<Config> {
         threads: global.threads,
         llm_timeout_secs: global.llm_timeout_secs,
         llm_max_retries: global.llm_max_retries,
-        retriever: global.retriever.clone(),
-        remote: global.remote.overrides(),
+        retriever: global.retriever,
+        remote: global.remote.clone(),
         ..Default::default()
     })?;
     Ok(config)

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use hopwise_config::{Config, ServeOverrides};
+use hopwise_config::Config;
 use hopwise_serve::{AppState, Limits};
 
 use crate::cli::ServeArgs;
@@ -13,16 +13,7 @@ use crate::runtime::{self, Needs};
 
 pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
     config.apply(&args.run.overrides())?;
-    config.serve.apply(&ServeOverrides {
-        bind: args.bind.clone(),
-        token_env: args.token_env.clone(),
-        max_concurrency: args.max_concurrency,
-        timeout_secs: args.timeout_secs,
-        max_body_bytes: args.max_body_bytes,
-        max_connections: args.max_connections,
-        max_connections_per_peer: args.max_connections_per_peer,
-        read_timeout_secs: args.read_timeout_secs,
-    })?;
+    config.serve.apply(&args.serve)?;
     // The default strategy must be valid before the server accepts anything.
     hopwise_reason::strategy::resolve(&config.strategy, args.run.no_retrieval)?;
     let token = config.serve.token()?;
