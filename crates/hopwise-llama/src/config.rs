@@ -10,11 +10,7 @@ pub enum Concurrency {
     /// Continuous batching: at every decode step waiting requests join, new prompts are evaluated in
     /// chunks beside the running generations, and a finished sequence frees its place at once.
     Continuous,
-    /// The earlier round scheduler: requests waiting when a round starts share its decode steps, and a
-    /// request arriving meanwhile waits for the whole round. Kept to measure against.
-    #[serde(alias = "batch")]
-    Rounds,
-    /// One request at a time, in arrival order (rounds of one request).
+    /// One request at a time, in arrival order: the same scheduler with room for one running request.
     Queue,
 }
 
@@ -84,9 +80,11 @@ mod tests {
     }
 
     #[test]
-    fn the_old_name_of_the_round_scheduler_still_reads() {
-        let config: LocalConfig = serde_json::from_str(r#"{"concurrency": "batch"}"#).unwrap();
-        assert_eq!(config.concurrency, Concurrency::Rounds);
+    fn concurrency_reads_by_name_and_a_removed_scheduler_is_refused() {
+        let config: LocalConfig = serde_json::from_str(r#"{"concurrency": "queue"}"#).unwrap();
+        assert_eq!(config.concurrency, Concurrency::Queue);
         assert_eq!(LocalConfig::default().concurrency, Concurrency::Continuous);
+        let err = serde_json::from_str::<LocalConfig>(r#"{"concurrency": "rounds"}"#).expect_err("removed");
+        assert!(err.to_string().contains("continuous"), "{err}");
     }
 }

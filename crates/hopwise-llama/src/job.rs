@@ -36,8 +36,8 @@ pub struct ModelInfo {
 /// time in the engine.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Timing {
-    /// From submission until its first prompt tokens were scheduled (waiting for room or, with the
-    /// round scheduler, for earlier rounds).
+    /// From submission until its first prompt tokens were scheduled (waiting for room in the KV cache,
+    /// or for the running request under `Concurrency::Queue`).
     pub queue_time: Duration,
     pub prompt_tokens: usize,
     /// Prompt tokens whose KV cells were reused from the prefix cache instead of evaluated.
@@ -45,8 +45,6 @@ pub struct Timing {
     /// From admission until the first token was sampled: evaluating the prompt (in chunks beside other
     /// requests' decoding).
     pub prompt_time: Duration,
-    /// How often the prompt was evaluated: 1 unless (round scheduler) the samples ran in waves.
-    pub prompt_evaluations: usize,
     /// Tokens generated, over all samples.
     pub generated_tokens: usize,
     /// From the first sampled token until the last sample finished.

@@ -175,7 +175,13 @@ async fn run_decisive(llm: &LocalLlm) -> Vec<String> {
 async fn same_greedy_outputs_with_and_without_batching_prefix_cache_and_prompt_lookup() {
     let _serial = serial().await;
     let baseline = {
-        let llm = load(LocalConfig { concurrency: Concurrency::Rounds, ..LocalConfig::default() });
+        // One request at a time, nothing reused: no batching, no cache, no drafts.
+        let llm = load(LocalConfig {
+            concurrency: Concurrency::Queue,
+            prefix_cache: false,
+            lookup_max_draft: 0,
+            ..LocalConfig::default()
+        });
         run_decisive(&llm).await
     };
     let plain = {

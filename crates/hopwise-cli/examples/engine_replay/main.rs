@@ -3,7 +3,7 @@
 //! ```text
 //! engine_replay record --dataset $DATA/hotpotqa.jsonl --index DIR [--skip 0] [--limit 20] [--model M] [--threads T] --out W.jsonl
 //! engine_replay replay --workload W.jsonl [--model M] [--threads T] [--concurrency 1,4]
-//!                      [--backends rounds,continuous,server] [--groups 5] [--questions N]
+//!                      [--backends queue,continuous,server] [--groups 5] [--questions N]
 //! engine_replay lookup --workload W.jsonl [--model M] [--threads T] [--purposes a,b]
 //! engine_replay traces EVAL_OUT_DIR
 //! ```
@@ -136,7 +136,7 @@ async fn main() -> Result<(), Error> {
                 by_question(workload::read(&args.path("workload")?)?, args.number("questions", usize::MAX)?);
             let concurrencies: Vec<usize> =
                 args.list("concurrency", "1,4").iter().map(|c| c.parse()).collect::<Result<_, _>>()?;
-            let backends = args.list("backends", "rounds,continuous,server");
+            let backends = args.list("backends", "queue,continuous,server");
             let groups = args.number("groups", 5)?.clamp(1, questions.len().max(1));
             for concurrency in concurrencies {
                 replay_at(&model, threads, &questions, concurrency, &backends, groups).await?;
@@ -171,7 +171,7 @@ async fn replay_at(
     let mut server = None;
     for backend in backends {
         let llm: Arc<dyn Llm> = match backend.as_str() {
-            "rounds" => local(model, threads, Concurrency::Rounds)?,
+            "queue" => local(model, threads, Concurrency::Queue)?,
             "continuous" => local(model, threads, Concurrency::Continuous)?,
             "server" => {
                 let python =

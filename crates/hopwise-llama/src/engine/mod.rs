@@ -1,16 +1,15 @@
 //! The worker thread that owns the model and its context.
 //!
 //! llama.cpp's context is not thread-safe, so exactly one thread touches it. Requests queue on a
-//! channel; the worker renders and tokenizes each ([`Core::prepare`]) and hands it to a scheduler:
-//! [`continuous`] (the default: continuous batching with a prefix cache and prompt-lookup decoding)
-//! or [`rounds`] (the earlier round scheduler, kept to measure against).
+//! channel; the worker renders and tokenizes each ([`Core::prepare`]) and hands it to the scheduler,
+//! [`continuous`]: continuous batching with a prefix cache and prompt-lookup decoding (or, with
+//! `Concurrency::Queue`, one running request at a time).
 
 mod continuous;
 mod kv;
 mod lookup;
 mod prompt;
 mod request;
-mod rounds;
 mod sampling;
 
 use std::num::NonZeroU32;
@@ -31,7 +30,7 @@ use tokio::sync::oneshot;
 
 pub use sampling::GREEDY_TEMPERATURE;
 
-use crate::config::{Concurrency, LocalConfig};
+use crate::config::LocalConfig;
 use crate::error::{LlamaError, Result};
 use crate::job::{EngineStats, Generation, Job, ModelInfo, Timing};
 use prompt::PromptFormat;
@@ -137,12 +136,7 @@ fn run_worker(
     if ready.send(Ok(info)).is_err() {
         return;
     }
-    match config.concurrency {
-        Concurrency::Continuous => continuous::Scheduler::new(core, &config, stats).run(&jobs),
-        Concurrency::Rounds | Concurrency::Queue => {
-            rounds::run(core, config.concurrency == Concurrency::Rounds, &jobs, &stats)
-        }
-    }
+    continuous::Scheduler::new(core, &config, stats).run(&jobs);
 }
 
 /// A request rendered, tokenized and checked, ready for a scheduler.

@@ -114,7 +114,7 @@ impl<'model> Scheduler<'model> {
         let lookup = job.params.prompt_lookup.unwrap_or(true);
         self.waiting.push_back(Request {
             id,
-            timing: Timing { prompt_tokens: job.prompt.len(), prompt_evaluations: 1, ..Timing::default() },
+            timing: Timing { prompt_tokens: job.prompt.len(), ..Timing::default() },
             completions: (0..job.samples).map(|_| None).collect(),
             draft_max: if lookup { self.lookup_max_draft } else { 0 },
             width: 0,
