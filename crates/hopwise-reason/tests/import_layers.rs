@@ -24,7 +24,7 @@ fn sources(src: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// The module path of a file: `toqd/mod.rs` → `toqd`, `uar/options.rs` → `uar::options`.
+/// The module path of a file: `toqd.rs` → `toqd`, `uar/options.rs` → `uar::options`.
 fn module_of(rel: &str) -> Vec<String> {
     let mut parts: Vec<String> = rel.trim_end_matches(".rs").split('/').map(str::to_string).collect();
     if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
@@ -198,7 +198,7 @@ fn src() -> PathBuf {
 fn no_import_circle_spans_more_than_two_files() {
     let graph = import_graph(&src());
     assert!(graph.len() > 40, "the source walk found only {} files", graph.len());
-    assert!(graph["strategy.rs"].contains("toqd/mod.rs"), "the table imports the strategies it lists");
+    assert!(graph["strategy.rs"].contains("toqd.rs"), "the table imports the strategies it lists");
     let circles: Vec<Vec<String>> = components(&graph).into_iter().filter(|c| c.len() > 2).collect();
     assert!(circles.is_empty(), "import circles of more than two files: {circles:?}");
 }
@@ -206,8 +206,11 @@ fn no_import_circle_spans_more_than_two_files() {
 #[test]
 fn no_strategy_imports_another() {
     let graph = import_graph(&src());
-    let strategies = ["toqd/", "uar", "hgot/", "peers/", "baselines/"];
-    let family = |file: &str| strategies.iter().find(|s| file.starts_with(*s)).copied();
+    let strategies = ["toqd", "uar", "hgot", "peers", "baselines"];
+    // A family is its module file (`toqd.rs`) and its folder (`toqd/…`).
+    let family = |file: &str| {
+        strategies.iter().find(|s| file == format!("{s}.rs") || file.starts_with(&format!("{s}/"))).copied()
+    };
     for (file, targets) in &graph {
         let Some(own) = family(file) else { continue };
         for target in targets {
@@ -216,6 +219,19 @@ fn no_strategy_imports_another() {
                 panic!("{file} imports {target}, a file of the `{other}` strategies");
             }
         }
+    }
+}
+
+/// One module layout (`foo.rs` beside its folder `foo/`, never `foo/mod.rs`) and one place for unit
+/// tests (`mod tests` at the end of the file, or `foo/tests.rs` for the module `foo.rs`), never a
+/// file named by `#[path]`.
+#[test]
+fn one_module_layout_and_one_test_file_convention() {
+    for (file, text) in sources(&src()) {
+        assert!(!file.ends_with("/mod.rs"), "{file}: a module with a folder is `foo.rs` beside `foo/`");
+        assert!(!text.contains("#[path"), "{file}: names a file by #[path]");
+        let name = file.rsplit('/').next().unwrap_or(&file);
+        assert!(name == "tests.rs" || !name.ends_with("tests.rs"), "{file}: unit tests go in `<module>/tests.rs`");
     }
 }
 

@@ -173,5 +173,4 @@ pub async fn score_citations(
 }
 
 #[cfg(test)]
-#[path = "citations_tests.rs"]
 pub(super) mod tests;

@@ -485,5 +485,4 @@ pub fn named_option(reading: &str, options: &[PlanOption]) -> Option<usize> {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 mod tests;

@@ -327,5 +327,4 @@ fn reaches(edges: &[(usize, usize)], from: usize, to: usize) -> bool {
 }
 
 #[cfg(test)]
-#[path = "steps_tests.rs"]
 mod tests;
