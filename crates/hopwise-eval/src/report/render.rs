@@ -9,7 +9,7 @@ use crate::data::registry::display_name;
 use crate::paired::BASELINE;
 use crate::report::calibration;
 use crate::report::scan::Range;
-use crate::report::tables::{DatasetReport, ModelReport, RowView, Table};
+use crate::report::tables::{self, DatasetReport, ModelReport, RowView, Table};
 use crate::summary::{pct_with_interval, render_paired};
 
 /// Where each (model, range, dataset) plot went, as a path relative to the report file, without
@@ -34,7 +34,10 @@ fn intro(out: &mut String, command: &str) {
          are means per question: model calls, retrieval rounds, prompt, completion and prefix-cached prompt \
          tokens, and wall seconds as each question saw them (questions run several at a time and share the \
          cores). Overlapping intervals do not separate two rows; the paired tables compare each row with \
-         `{BASELINE}` question by question on the questions both answered.\n"
+         `{BASELINE}` question by question on the questions both answered, and our methods' rows ({}) with \
+         the strongest complete peer row ({}) of the same table, chosen by EM.\n",
+        tables::OURS.map(|l| format!("`{l}`")).join(", "),
+        tables::PEERS.map(|l| format!("`{l}`")).join(", ")
     );
 }
 
@@ -212,6 +215,18 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
              EM gives no credit to an answer that only contains a gold alias, such as a sentence or a list):\n"
         );
         render_paired(out, &d.paired);
+    }
+    if let Some(peer) = d.against_peer.as_ref().filter(|p| !p.paired.is_empty()) {
+        let candidates: Vec<String> = peer.candidates.iter().map(|(label, em)| format!("`{label}` {:.1}", 100.0 * em)).collect();
+        let _ = writeln!(
+            out,
+            "Against the strongest peer on {name}, `{}` (the highest EM among the complete peer rows: {}); \
+             `row - {}` per question, wins / ties / losses by cover-EM:\n",
+            peer.peer,
+            candidates.join(", "),
+            peer.peer
+        );
+        render_paired(out, &peer.paired);
     }
     let calibrated: Vec<(String, calibration::Reliability)> = d
         .main

@@ -1,6 +1,7 @@
 //! The report's tables, computed from the plan and the rows on disk: per model and dataset the
 //! main table (rows named after their strategy), one ablation table per strategy that has
-//! ablation rows (led by that strategy's main row), and every row against `rtr`.
+//! ablation rows (led by that strategy's main row), every row against `rtr`, and our methods against
+//! the strongest peer.
 
 use std::collections::BTreeSet;
 
@@ -56,6 +57,22 @@ pub struct DatasetReport<'a> {
     pub main: Table<'a>,
     pub ablations: Vec<Table<'a>>,
     /// Every row with results against the `rtr` row, on their common questions.
+    pub paired: Vec<PairedComparison>,
+    /// Our methods' rows against the strongest peer, when a peer row is complete.
+    pub against_peer: Option<PeerComparison>,
+}
+
+/// The training-free multi-hop methods a reader compares us with (their papers' presets).
+pub const PEERS: [&str; 4] = ["ircot", "iter-retgen", "search-agent", "flare-direct"];
+/// The rows of the three methods this project implements, compared with the strongest peer.
+pub const OURS: [&str; 5] = ["toqd", "toqd-paper", "uar", "hgot", "hgot-paper"];
+
+/// Our rows against the peer row with the highest EM among the complete ones of the same table.
+#[derive(Debug, Clone)]
+pub struct PeerComparison {
+    pub peer: String,
+    /// The complete peer rows it was chosen from, with their EM.
+    pub candidates: Vec<(String, f64)>,
     pub paired: Vec<PairedComparison>,
 }
 
@@ -122,7 +139,40 @@ fn dataset_report<'a>(dataset: &str, plan: &[PlannedRow], found: &[&'a RowResult
             ablated: Some(strategy),
         })
         .collect();
-    DatasetReport { dataset: dataset.to_string(), paired: paired_with_rtr(dataset, &rows), main, ablations }
+    DatasetReport {
+        dataset: dataset.to_string(),
+        paired: paired_with_rtr(dataset, &rows),
+        against_peer: against_strongest_peer(dataset, &main.rows),
+        main,
+        ablations,
+    }
+}
+
+/// The strongest complete peer row by EM (the earlier in plan order on a tie), and each of our rows
+/// with results against it on their common questions.
+fn against_strongest_peer(dataset: &str, rows: &[RowView]) -> Option<PeerComparison> {
+    let complete = |r: &&RowView| r.planned.is_some_and(|n| r.done() >= n);
+    let candidates: Vec<(&RowView, f64)> = rows
+        .iter()
+        .filter(|r| PEERS.contains(&r.label.as_str()))
+        .filter(complete)
+        .filter_map(|r| r.cell.as_ref().map(|c| (r, c.em)))
+        .collect();
+    let (peer, _) = candidates.iter().fold(None, |best: Option<(&RowView, f64)>, &(r, em)| match best {
+        Some((_, top)) if top >= em => best,
+        _ => Some((r, em)),
+    })?;
+    let peer_records = peer.records();
+    let paired: Vec<PairedComparison> = rows
+        .iter()
+        .filter(|r| OURS.contains(&r.label.as_str()) && r.done() > 0)
+        .filter_map(|r| compare(dataset, &peer.label, &peer_records, &r.label, &r.records()))
+        .collect();
+    Some(PeerComparison {
+        peer: peer.label.clone(),
+        candidates: candidates.iter().map(|(r, em)| (r.label.clone(), *em)).collect(),
+        paired,
+    })
 }
 
 fn paired_with_rtr(dataset: &str, rows: &[RowView]) -> Vec<PairedComparison> {
@@ -280,5 +330,33 @@ mod tests {
         assert!(notes[0].contains("2 of 3 records"), "{notes:?}");
         let clean = found("rtr", "rtr", &[1.0]);
         assert!(crate::report::left_out_records(&build(&plan, std::slice::from_ref(&clean))).is_empty());
+    }
+
+    #[test]
+    fn our_rows_meet_the_strongest_complete_peer() {
+        let plan = parse_plan(
+            std::path::Path::new("plan.tsv"),
+            "ircot\td\tircot\t-\t4\niter-retgen\td\titer-retgen\t-\t4\nsearch-agent\td\tsearch-agent\t-\t4\n\
+             toqd\td\ttoqd\t-\t4\n",
+        )
+        .expect("plan");
+        let rows = [
+            found("ircot", "ircot", &[1.0, 0.0, 0.0, 0.0]),
+            found("iter-retgen", "iter-retgen", &[1.0, 1.0, 0.0, 0.0]),
+            // The best EM, but only 3 of 4 questions: not a candidate.
+            found("search-agent", "search-agent", &[1.0, 1.0, 1.0]),
+            found("toqd", "toqd", &[1.0, 1.0, 1.0, 0.0]),
+        ];
+        let models = build(&plan, &rows);
+        let peer = models[0].datasets[0].against_peer.as_ref().expect("a complete peer row");
+        assert_eq!(peer.peer, "iter-retgen");
+        assert_eq!(peer.candidates.len(), 2, "{:?}", peer.candidates);
+        assert_eq!(peer.paired.len(), 1);
+        let toqd = &peer.paired[0];
+        assert_eq!((toqd.strategy.as_str(), toqd.baseline.as_str()), ("toqd", "iter-retgen"));
+        assert_eq!((toqd.accuracy.wins, toqd.accuracy.ties, toqd.accuracy.losses), (1, 3, 0));
+
+        let without = build(&plan, &rows[2..]);
+        assert!(without[0].datasets[0].against_peer.is_none(), "no complete peer row, no comparison");
     }
 }
