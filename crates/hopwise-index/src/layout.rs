@@ -21,6 +21,7 @@ use tantivy::{Index, IndexSettings};
 
 use crate::chunk::ChunkOptions;
 use crate::error::{IndexError, Result};
+use crate::read_only::ReadOnlyAware;
 
 /// Bumped whenever the schema or the analyzer changes in a way old indexes cannot be read with.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -210,7 +211,10 @@ pub fn open(dir: &Path) -> Result<OpenedIndex> {
     }
     let meta = IndexMeta::read(dir)?;
     let bm25_dir = dir.join(BM25_SUBDIR);
-    let index = Index::open_in_dir(&bm25_dir).map_err(|err| open_failure(dir, &bm25_dir, err))?;
+    let index = ReadOnlyAware::open(&bm25_dir)
+        .map_err(tantivy::TantivyError::from)
+        .and_then(Index::open)
+        .map_err(|err| open_failure(dir, &bm25_dir, err))?;
     let fields = fields_of(&index.schema()).map_err(|reason| corrupt(dir, reason))?;
     index.tokenizers().register(ANALYZER_NAME, analyzer());
     Ok(OpenedIndex { index, fields, meta })

@@ -27,6 +27,7 @@ pub mod fusion;
 pub mod layout;
 pub mod progress;
 pub mod rewrite;
+mod read_only;
 mod score;
 
 pub use bm25::{Bm25Retriever, DEFAULT_TITLE_BOOST};
