@@ -14,11 +14,15 @@
 //!
 //! NLI judgements go through a per-question [`Judge`]: cached by (premise, hypothesis), counted in
 //! `stats.nli_calls`, capped by `max_nli_calls`; a failed or refused judgement counts as "not
-//! entailed" and is noted once in the trace.
+//! entailed" and is noted once in the trace. Judgements may be asked concurrently (a batching engine
+//! then serves them together): a pair already being judged is awaited, not asked again, so the
+//! calls are the distinct pairs, as when asked one at a time.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use futures::future::{BoxFuture, FutureExt, Shared};
 
 use hopwise_core::{Nli, NliLabel, Passage, Recorder};
 use serde::Serialize;
@@ -29,11 +33,15 @@ pub use crate::protocol::citations::{parse_thought, split_statements, take_marke
 /// Citations per statement that are scored.
 pub const MAX_CITATIONS: usize = 3;
 
+/// One pair's judgement, finished or in flight: entailed or not, or why the judge failed.
+type Judgement = Shared<BoxFuture<'static, Result<bool, String>>>;
+
 /// Per-question NLI access for citation scoring: cache, counter, cap.
 pub struct Judge {
     nli: Arc<dyn Nli>,
     rec: Recorder,
-    cache: Mutex<HashMap<(String, String), bool>>,
+    /// Each pair asked so far, finished or in flight.
+    cache: Mutex<HashMap<(String, String), Judgement>>,
     calls: AtomicU64,
     limit: u64,
     limit_noted: AtomicBool,
@@ -65,33 +73,49 @@ impl Judge {
     /// Does `premise` entail `hypothesis`? False when the judge fails or the cap is reached.
     pub async fn entails(&self, premise: &str, hypothesis: &str) -> bool {
         let key = (premise.to_string(), hypothesis.to_string());
-        if let Some(v) = self.cache.lock().ok().and_then(|c| c.get(&key).copied()) {
-            return v;
-        }
-        let allowed =
-            self.calls.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| (c < self.limit).then_some(c + 1));
-        if allowed.is_err() {
-            if !self.limit_noted.swap(true, Ordering::SeqCst) {
-                self.rec
-                    .note(format!("max_nli_calls = {} reached; further citations count as unsupported", self.limit));
+        let pending = {
+            let Ok(mut cache) = self.cache.lock() else { return false };
+            match cache.get(&key) {
+                Some(pending) => pending.clone(),
+                None => {
+                    let allowed = self
+                        .calls
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| (c < self.limit).then_some(c + 1));
+                    if allowed.is_err() {
+                        drop(cache);
+                        if !self.limit_noted.swap(true, Ordering::SeqCst) {
+                            self.rec.note(format!(
+                                "max_nli_calls = {} reached; further citations count as unsupported",
+                                self.limit
+                            ));
+                        }
+                        return false;
+                    }
+                    self.rec.with_stats(|s| s.nli_calls += 1);
+                    let (nli, premise, hypothesis) = (self.nli.clone(), key.0.clone(), key.1.clone());
+                    let judged = async move {
+                        nli.judge(&premise, &hypothesis)
+                            .await
+                            .map(|v| v.label() == NliLabel::Entailment)
+                            .map_err(|e| e.to_string())
+                    }
+                    .boxed()
+                    .shared();
+                    cache.insert(key, judged.clone());
+                    judged
+                }
             }
-            return false;
-        }
-        self.rec.with_stats(|s| s.nli_calls += 1);
-        let verdict = match self.nli.judge(premise, hypothesis).await {
-            Ok(v) => v.label() == NliLabel::Entailment,
+        };
+        match pending.await {
+            Ok(verdict) => verdict,
             Err(e) => {
                 if !self.error_noted.swap(true, Ordering::SeqCst) {
                     self.rec
                         .note(format!("NLI judge {} failed ({e}); its citations count as unsupported", self.name()));
                 }
-                return false;
+                false
             }
-        };
-        if let Ok(mut c) = self.cache.lock() {
-            c.insert(key, verdict);
         }
-        verdict
     }
 }
 

@@ -118,9 +118,15 @@ impl Run<'_> {
             let vote = weighted_vote(&answers, &vec![1.0; answers.len()]);
             return Ok(Deliberation { samples, vote, nu_bar: vec![0.0; passages.len()], unjudged });
         }
+        // Every sample's citations are judged at once; the judge asks each distinct pair once.
+        let scores = futures::future::join_all(
+            thoughts
+                .iter()
+                .map(|(_, thought)| score_citations(&thought.rationale, passages, &self.judge, opts.uncited_entailment)),
+        )
+        .await;
         let mut samples = Vec::with_capacity(thoughts.len());
-        for (i, (raw, thought)) in thoughts.into_iter().enumerate() {
-            let citations = score_citations(&thought.rationale, passages, &self.judge, opts.uncited_entailment).await;
+        for (i, ((raw, thought), citations)) in thoughts.into_iter().zip(scores).enumerate() {
             let dangling: Vec<usize> = citations.statements.iter().flat_map(|s| s.dangling.iter().copied()).collect();
             if !dangling.is_empty() {
                 self.ctx.rec().repair(Repair {

@@ -179,3 +179,60 @@ proptest! {
         }
     }
 }
+
+/// `WordNli` that takes a moment per judgement and counts the calls and how many ran at once.
+#[derive(Default)]
+struct SlowCountingNli {
+    calls: std::sync::atomic::AtomicUsize,
+    running: std::sync::atomic::AtomicUsize,
+    most_at_once: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl Nli for SlowCountingNli {
+    fn name(&self) -> &str {
+        "slow-words"
+    }
+    async fn judge(&self, premise: &str, hypothesis: &str) -> hopwise_core::Result<NliVerdict> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.calls.fetch_add(1, SeqCst);
+        let now = self.running.fetch_add(1, SeqCst) + 1;
+        self.most_at_once.fetch_max(now, SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        self.running.fetch_sub(1, SeqCst);
+        WordNli.judge(premise, hypothesis).await
+    }
+}
+
+#[tokio::test]
+async fn samples_judged_at_once_ask_each_pair_once_and_score_as_one_at_a_time() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let passages = [
+        passage("Jaws was directed by Steven Spielberg"),
+        passage("Spielberg was born in Cincinnati, Ohio"),
+        passage("Ohio is a state"),
+    ];
+    let rationales = [
+        "Jaws was directed by Spielberg [1]. Spielberg was born in Cincinnati [2].",
+        "Jaws was directed by Spielberg [1]. Spielberg was born in Cincinnati [2].",
+        "Jaws was directed by Spielberg [1][3]. He was born in Ohio [2][3].",
+        "Spielberg was born in Cincinnati [2][1].",
+    ];
+    let one_at_a_time = Arc::new(SlowCountingNli::default());
+    let judge = Judge::new(one_at_a_time.clone(), Recorder::new("q", "hgot"), 300);
+    let mut expected = Vec::new();
+    for r in rationales {
+        expected.push(score_citations(r, &passages, &judge, true).await);
+    }
+    let at_once = Arc::new(SlowCountingNli::default());
+    let rec = Recorder::new("q", "hgot");
+    let judge = Judge::new(at_once.clone(), rec.clone(), 300);
+    let scores =
+        futures::future::join_all(rationales.iter().map(|r| score_citations(r, &passages, &judge, true))).await;
+    assert_eq!(scores, expected);
+    assert_eq!(at_once.calls.load(SeqCst), one_at_a_time.calls.load(SeqCst), "each distinct pair once");
+    assert_eq!(judge.calls(), at_once.calls.load(SeqCst) as u64);
+    assert_eq!(rec.snapshot().stats.nli_calls, judge.calls());
+    assert_eq!(one_at_a_time.most_at_once.load(SeqCst), 1);
+    assert!(at_once.most_at_once.load(SeqCst) > 1, "the judgements overlapped");
+}
