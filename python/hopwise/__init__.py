@@ -149,7 +149,9 @@ class Engine:
     Settings are laid over the config file (``config``, else ``$HOPWISE_CONFIG``, else
     ``./hopwise.toml``): ``model`` names an installed local model (``hopwise setup --fetch NAME``)
     or, with ``base_url``, a model on an OpenAI-compatible server; ``index`` is a folder built by
-    ``hopwise index`` or :meth:`Index.build`.
+    ``hopwise index`` or :meth:`Index.build`; ``retriever`` is ``bm25``, ``dense`` or ``hybrid``
+    over it (the dense ones need the index built with ``dense=True``), or a remote engine
+    configured in the file (``typesense``, ``milvus``, ``opensearch``).
     """
 
     def __init__(
@@ -163,6 +165,7 @@ class Engine:
         strategy: Optional[str] = None,
         k: Optional[int] = None,
         threads: Optional[int] = None,
+        retriever: Optional[str] = None,
     ) -> None:
         self._native = _native.Engine(
             model=model,
@@ -173,6 +176,7 @@ class Engine:
             strategy=strategy,
             k=k,
             threads=threads,
+            retriever=retriever,
         )
 
     def ask(
@@ -229,10 +233,19 @@ class Index:
         self.dir = os.fspath(dir)
 
     @staticmethod
-    def build(paths: Sequence[PathLike], dir: PathLike) -> "Index":
+    def build(
+        paths: Sequence[PathLike], dir: PathLike, dense: bool = False, *, home: Optional[PathLike] = None
+    ) -> "Index":
         """Indexes corpus files or folders (JSONL with ``id``, ``title``, ``text``; or text files)
-        into ``dir`` (created, or added to) and returns the index."""
-        _native.build_index([os.fspath(p) for p in paths], os.fspath(dir))
+        into ``dir`` (created, or added to) and returns the index. With ``dense``, also embeds the
+        passages for ``retriever="dense"`` or ``"hybrid"`` (all-MiniLM-L6-v2, installed in the data
+        directory ``home`` by ``hopwise setup --fetch all-minilm-l6-v2``)."""
+        _native.build_index(
+            [os.fspath(p) for p in paths],
+            os.fspath(dir),
+            dense=dense,
+            home=os.fspath(home) if home is not None else None,
+        )
         return Index(dir)
 
     @staticmethod

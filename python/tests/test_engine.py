@@ -18,6 +18,11 @@ import hopwise
 from conftest import QUESTION, SAMPLE, ScriptedServer, hopwise_binary
 
 
+# The data directory of the run (where scripts/test.sh installed the models), read before the
+# fixture below clears the developer's HOPWISE_* settings.
+DATA_HOME = os.environ.get("HOPWISE_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "hopwise")
+
+
 @pytest.fixture(autouse=True)
 def no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
@@ -153,6 +158,22 @@ def test_an_index_is_built_searched_and_answered_over(scripted: ScriptedServer, 
     assert any("Rush" in c.text for c in answer.citations), answer.citations
     with pytest.raises(ValueError, match="not a regular file"):
         hopwise.Index.build(["/dev/zero"], tmp_path / "other")
+
+
+def test_a_dense_index_is_built_and_answered_over(scripted: ScriptedServer, tmp_path: Any) -> None:
+    # The embedder installed by scripts/test.sh, in the data directory the run started with.
+    models = DATA_HOME
+    index = hopwise.Index.build([SAMPLE / "corpus.jsonl"], tmp_path / "index", dense=True, home=models)
+    assert (tmp_path / "index" / "dense").is_dir()
+    for retriever in ("dense", "hybrid"):
+        e = hopwise.Engine("scripted", base_url=scripted.base_url, home=models, index=index.dir, retriever=retriever)
+        answer = e.ask(QUESTION, "rtr")
+        assert answer.answer == "Rush"
+        assert answer.trace["retriever"] == retriever, answer.trace["retriever"]
+    with pytest.raises(ValueError, match="bm25, dense, hybrid"):
+        hopwise.Engine("scripted", base_url=scripted.base_url, home=models, retriever="vector")
+    with pytest.raises(ValueError, match="all-MiniLM-L6-v2 is not installed"):
+        hopwise.Index.build([SAMPLE / "corpus.jsonl"], tmp_path / "other", dense=True, home=tmp_path / "empty")
 
 
 def test_the_graph_is_drawn_offline(scripted: ScriptedServer, home: Any) -> None:

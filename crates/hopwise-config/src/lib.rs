@@ -93,6 +93,18 @@ impl RetrieverKind {
     }
 }
 
+impl std::str::FromStr for RetrieverKind {
+    type Err = ConfigError;
+
+    /// By name (`bm25`, `dense`, …), for callers outside clap and the file (the Python package).
+    fn from_str(name: &str) -> Result<Self> {
+        <Self as clap::ValueEnum>::from_str(name, false).map_err(|_| {
+            let names: Vec<&str> = <Self as clap::ValueEnum>::value_variants().iter().map(|r| r.name()).collect();
+            ConfigError::Invalid(format!("retriever `{name}` is unknown; choose one of {}", names.join(", ")))
+        })
+    }
+}
+
 impl std::fmt::Display for RetrieverKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -667,6 +679,9 @@ mod tests {
         assert!(c.retriever == RetrieverKind::Hybrid && c.dedup);
         assert_eq!(c.query_rewrite, Some(RewriteMethod::MultiQuery));
         assert_eq!(parse_rewrite_method("hyde"), Ok(RewriteMethod::Hyde));
+        assert_eq!("dense".parse::<RetrieverKind>().unwrap(), RetrieverKind::Dense);
+        let err = "vector".parse::<RetrieverKind>().expect_err("unknown");
+        assert!(err.to_string().contains("bm25, dense, hybrid, typesense, milvus, opensearch"), "{err}");
         let err = parse_rewrite_method("magic").expect_err("unknown");
         assert!(err.contains("hyde, multi-query, sub-question"), "{err}");
         c.retriever = RetrieverKind::Hybrid;

@@ -164,7 +164,7 @@ impl Engine {
     /// given settings over it, then loads the model and opens the index (when one is given or the
     /// configured one exists; without it, strategies that retrieve are refused).
     #[new]
-    #[pyo3(signature = (*, model=None, base_url=None, index=None, config=None, home=None, strategy=None, k=None, threads=None))]
+    #[pyo3(signature = (*, model=None, base_url=None, index=None, config=None, home=None, strategy=None, k=None, threads=None, retriever=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -176,9 +176,15 @@ impl Engine {
         strategy: Option<String>,
         k: Option<usize>,
         threads: Option<u32>,
+        retriever: Option<String>,
     ) -> PyResult<Self> {
         let explicit_index = index.is_some();
-        let overrides = Overrides { home, model, base_url, index, strategy, k, threads, ..Overrides::default() };
+        let retriever = retriever
+            .map(|name| name.parse::<hopwise_config::RetrieverKind>())
+            .transpose()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let overrides =
+            Overrides { home, model, base_url, index, strategy, k, threads, retriever, ..Overrides::default() };
         let cfg = configure(config, &overrides)?;
         let tokio = async_runtime()?;
         let retriever = explicit_index
@@ -310,14 +316,42 @@ fn strategies() -> PyResult<String> {
     serde_json::to_string(&rows).map_err(json_err)
 }
 
-/// Builds (or adds to) the BM25 index in `dir` from corpus files or folders; returns the report as JSON.
+/// Builds (or adds to) the BM25 index in `dir` from corpus files or folders, and with `dense` the
+/// dense index beside it (all-MiniLM-L6-v2 from the data directory `home`, as `hopwise index
+/// --dense`); returns the report as JSON.
 #[pyfunction]
-fn build_index(py: Python<'_>, paths: Vec<PathBuf>, dir: PathBuf) -> PyResult<String> {
+#[pyo3(signature = (paths, dir, *, dense=false, home=None, config=None))]
+fn build_index(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    dir: PathBuf,
+    dense: bool,
+    home: Option<PathBuf>,
+    config: Option<PathBuf>,
+) -> PyResult<String> {
+    // A missing embedder fails before any indexing work.
+    let embedder = if dense {
+        let cfg = configure(config, &Overrides { home, ..Overrides::default() })?;
+        Some(hopwise_runtime::backends::require_embedder_for(&cfg, &dir).map_err(|e| PyValueError::new_err(format!("{e:#}")))?)
+    } else {
+        None
+    };
     let options = hopwise_index::IndexOptions::default();
     let report = py
         .allow_threads(|| hopwise_index::build_index(&paths, &dir, &options, &|_| {}))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    serde_json::to_string(&report).map_err(json_err)
+    let mut value = serde_json::to_value(&report).map_err(json_err)?;
+    if let Some(embedder) = embedder {
+        let tokio = async_runtime()?;
+        let dense_options = hopwise_index::DenseOptions::default();
+        let built = py
+            .allow_threads(|| tokio.block_on(hopwise_index::build_dense(&dir, embedder.as_ref(), &dense_options, &|_| {})))
+            .map_err(|e| HopwiseError::new_err(format!("dense index: {e}")))?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("dense".into(), serde_json::to_value(&built).map_err(json_err)?);
+        }
+    }
+    serde_json::to_string(&value).map_err(json_err)
 }
 
 /// The `k` best passages of the BM25 index in `dir` for `query`, as JSON.
