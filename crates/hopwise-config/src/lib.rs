@@ -344,7 +344,7 @@ impl Config {
         if let Some(tokens) = o.max_tokens {
             self.budget.max_tokens = Some(tokens);
         }
-        self.remote.apply(&o.remote);
+        self.remote.merge(&o.remote);
         self.validate()
     }
 

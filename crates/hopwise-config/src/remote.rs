@@ -71,10 +71,6 @@ section! {
 }
 
 impl RemoteConfig {
-    pub(crate) fn apply(&mut self, o: &RemoteOverrides) {
-        self.merge(o);
-    }
-
     pub(crate) fn validate(&self) -> Result<()> {
         if self.collection.trim().is_empty() {
             return Err(ConfigError::Invalid("remote collection name is empty".into()));

@@ -145,7 +145,7 @@ macro_rules! section {
             ];
 
             /// Takes every value the overrides carry.
-            fn merge(&mut self, o: &$overrides) {
+            pub(crate) fn merge(&mut self, o: &$overrides) {
                 use $crate::settings::{FlagValue, Setting};
                 $(
                     if let Some(value) = o.$field.as_ref().filter(|v| !v.is_blank()) {
