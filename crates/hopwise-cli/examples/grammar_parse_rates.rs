@@ -44,7 +44,10 @@ async fn ask(llm: &LocalLlm, prompt: &str, grammar: Option<&str>) -> anyhow::Res
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let dataset = PathBuf::from(args.get(1).ok_or_else(|| anyhow::anyhow!("usage: grammar_parse_rates DATASET.jsonl [LIMIT] [MODEL] [THREADS]"))?);
+    let dataset = PathBuf::from(
+        args.get(1)
+            .ok_or_else(|| anyhow::anyhow!("usage: grammar_parse_rates DATASET.jsonl [LIMIT] [MODEL] [THREADS]"))?,
+    );
     let limit: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(50);
     let model = args.get(3).map_or("qwen2.5-0.5b", String::as_str);
     let threads: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(1);

@@ -29,7 +29,8 @@ async fn main() -> anyhow::Result<()> {
     let threads: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(2);
 
     let home = hopwise_config::default_home();
-    let llm = LocalLlm::open(model, &home, LocalConfig { threads: Some(threads), ..LocalConfig::default() }, &mut |_| {})?;
+    let llm =
+        LocalLlm::open(model, &home, LocalConfig { threads: Some(threads), ..LocalConfig::default() }, &mut |_| {})?;
     let prompts = Prompts::default();
     let examples = hopwise_eval::load_dataset(&dataset)?.examples;
     let (mut ops, mut repairs) = (BTreeMap::<String, usize>::new(), BTreeMap::<String, usize>::new());

@@ -37,7 +37,8 @@ fn collect(command: &clap::Command, path: &str, out: &mut BTreeMap<String, Varia
         let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) else { continue };
         let name = env.to_string_lossy().into_owned();
         let help = arg.get_long_help().or(arg.get_help()).map(|h| first_paragraph(&h.to_string())).unwrap_or_default();
-        let entry = out.entry(name).or_insert_with(|| Variable { flag: format!("--{long}"), commands: Vec::new(), help });
+        let entry =
+            out.entry(name).or_insert_with(|| Variable { flag: format!("--{long}"), commands: Vec::new(), help });
         if !path.is_empty() && !entry.commands.iter().any(|c| c == path) {
             entry.commands.push(path.to_string());
         }

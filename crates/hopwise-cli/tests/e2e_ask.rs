@@ -36,8 +36,12 @@ fn build_index(dir: &Path) {
         .expect("run hopwise index");
     assert!(out.status.success(), "index failed: {}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("index report is JSON");
-    let paragraphs = std::fs::read_to_string(sample_data("corpus.jsonl")).expect("sample corpus").lines().count() as u64;
-    assert!(report["passages_total"].as_u64().unwrap_or(0) >= paragraphs, "one passage or more per paragraph: {report}");
+    let paragraphs =
+        std::fs::read_to_string(sample_data("corpus.jsonl")).expect("sample corpus").lines().count() as u64;
+    assert!(
+        report["passages_total"].as_u64().unwrap_or(0) >= paragraphs,
+        "one passage or more per paragraph: {report}"
+    );
 }
 
 const QUESTION: &str = "Which Canadian rock band released a song called \"Counterparts\" and had a drummer who was inducted into the Modern Drummer Hall of Fame?";
@@ -92,7 +96,11 @@ async fn toqd_answers_a_hotpotqa_question_over_http_and_bm25() {
     let titles = |n: &hopwise_core::NodeTrace| n.passages.iter().map(|p| p.title.clone()).collect::<Vec<_>>();
     assert_eq!(n2.decision, Decision::Retrieved, "node 2 evidence: {:?}, rewritten {:?}", titles(n2), n2.rewritten);
     assert_eq!(n2.answer.as_deref(), Some("yes"));
-    assert!(n2.rewritten.as_deref().is_some_and(|q| q.contains("Rush")), "node 1's answer fills #1: {:?}", n2.rewritten);
+    assert!(
+        n2.rewritten.as_deref().is_some_and(|q| q.contains("Rush")),
+        "node 1's answer fills #1: {:?}",
+        n2.rewritten
+    );
     // The real index found the supporting paragraphs: with the question, or with node 2's own search.
     let evidence: Vec<&str> = trace.evidence().iter().map(|p| p.title.as_str()).collect();
     assert!(evidence.contains(&"Neil Peart"), "evidence: {evidence:?}");
@@ -118,7 +126,9 @@ async fn readable_output_shows_the_graph() {
     assert!(text.contains("Q  <- 2"), "{text}");
 
     // The same graph for a drawing tool.
-    for (format, head, edge) in [("mermaid", "flowchart TD", "n2 --> nQ"), ("dot", "digraph hopwise {", "\"2\" -> \"Q\";")] {
+    for (format, head, edge) in
+        [("mermaid", "flowchart TD", "n2 --> nQ"), ("dot", "digraph hopwise {", "\"2\" -> \"Q\";")]
+    {
         let mut cmd = hopwise();
         cmd.args(["ask", QUESTION, "--graph", format, "--base-url", &server.base_url(), "--opt", "answer_first=false"])
             .arg("--index")
@@ -148,7 +158,8 @@ fn mermaid_parses(diagram: &str, tmp: &Path) {
     let missing = [
         (!node).then(|| "node is missing".to_string()),
         (!Path::new(&chromium).is_file()).then(|| format!("{chromium} is missing")),
-        (!modules.join("playwright-core").is_dir()).then(|| format!("playwright-core is missing in {}", modules.display())),
+        (!modules.join("playwright-core").is_dir())
+            .then(|| format!("playwright-core is missing in {}", modules.display())),
         (!modules.join("mermaid").is_dir()).then(|| format!("mermaid is missing in {}", modules.display())),
     ];
     if let Some(why) = missing.into_iter().flatten().next() {
@@ -167,7 +178,11 @@ fn mermaid_parses(diagram: &str, tmp: &Path) {
         .output()
         .expect("run node");
     let report = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "Mermaid does not parse the graph: {report}{}\n{diagram}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "Mermaid does not parse the graph: {report}{}\n{diagram}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

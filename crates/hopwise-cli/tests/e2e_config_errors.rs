@@ -7,10 +7,19 @@ mod common;
 use common::hopwise_command;
 
 const MISTAKES: [(&str, &str); 5] = [
-    ("[strategies.toqdd]\ncritique = false\n", "[strategies.toqdd]: no strategy is called `toqdd` (did you mean `toqd`?)"),
-    ("[strategies.toqd]\ncritiqe = false\n", "[strategies.toqd]: invalid option: strategy `toqd`: unknown field `critiqe`"),
+    (
+        "[strategies.toqdd]\ncritique = false\n",
+        "[strategies.toqdd]: no strategy is called `toqdd` (did you mean `toqd`?)",
+    ),
+    (
+        "[strategies.toqd]\ncritiqe = false\n",
+        "[strategies.toqd]: invalid option: strategy `toqd`: unknown field `critiqe`",
+    ),
     ("[strategies.uar]\nsamples = 1\n", "[strategies.uar]: invalid option: strategy `uar`: samples = 1"),
-    ("[prompts]\ntoqd_self_verify = \"Q: {nope}\"\n", "prompt overrides: prompt template `toqd_self_verify`: unknown placeholder `{nope}`"),
+    (
+        "[prompts]\ntoqd_self_verify = \"Q: {nope}\"\n",
+        "prompt overrides: prompt template `toqd_self_verify`: unknown placeholder `{nope}`",
+    ),
     ("strategy = \"tqod\"\n", "unknown strategy `tqod`"),
 ];
 
@@ -28,7 +37,8 @@ fn commands(dir: &std::path::Path) -> Vec<Vec<String>> {
 #[test]
 fn each_mistake_stops_each_command_with_a_named_error() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    std::fs::write(tmp.path().join("data.jsonl"), "{\"id\": \"1\", \"question\": \"q\", \"answer\": \"a\"}\n").expect("dataset");
+    std::fs::write(tmp.path().join("data.jsonl"), "{\"id\": \"1\", \"question\": \"q\", \"answer\": \"a\"}\n")
+        .expect("dataset");
     for (i, (text, message)) in MISTAKES.iter().enumerate() {
         let config = tmp.path().join(format!("mistake{i}.toml"));
         std::fs::write(&config, text).expect("write config");

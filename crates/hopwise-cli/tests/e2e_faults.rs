@@ -234,19 +234,28 @@ async fn eval_says_why_each_failed_job_failed() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data.jsonl");
     write_jsonl(&data, &questions(2));
-    let out = finish_within(eval(tmp.path(), &server.base_url(), &data, &tmp.path().join("o"), "direct"), Duration::from_secs(60))
-        .await;
+    let out = finish_within(
+        eval(tmp.path(), &server.base_url(), &data, &tmp.path().join("o"), "direct"),
+        Duration::from_secs(60),
+    )
+    .await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     for id in ["q0", "q1"] {
-        let line = err.lines().find(|l| l.starts_with("error: ") && l.contains(&format!(" {id} direct: "))).unwrap_or_default();
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("error: ") && l.contains(&format!(" {id} direct: ")))
+            .unwrap_or_default();
         assert!(line.contains("400"), "{id} is named with its reason: {err}");
     }
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json report");
     assert_eq!(report["failed"], 2, "{report}");
     let failures = report["failures"].as_array().cloned().unwrap_or_default();
     assert_eq!(failures.len(), 2, "{report}");
-    assert!(failures.iter().all(|f| f["strategy"] == "direct" && f["error"].as_str().is_some_and(|e| e.contains("400"))), "{report}");
+    assert!(
+        failures.iter().all(|f| f["strategy"] == "direct" && f["error"].as_str().is_some_and(|e| e.contains("400"))),
+        "{report}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

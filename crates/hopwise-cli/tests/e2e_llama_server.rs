@@ -47,7 +47,8 @@ async fn the_client_gets_samples_usage_logprobs_and_grammar_from_a_real_server()
             (Some(server), url, "qwen2.5-0.5b".to_string())
         }
     };
-    let config = OpenAiConfig { timeout_secs: 120.0, max_retries: 1, retry_base_ms: 100, ..OpenAiConfig::new(base_url, model) };
+    let config =
+        OpenAiConfig { timeout_secs: 120.0, max_retries: 1, retry_base_ms: 100, ..OpenAiConfig::new(base_url, model) };
     let llm = OpenAiLlm::new(config.clone()).expect("client");
     assert!(!llm.list_models().await.expect("models").is_empty());
 

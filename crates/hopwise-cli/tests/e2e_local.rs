@@ -11,7 +11,12 @@ use std::sync::Mutex;
 
 use common::{hopwise_command as hopwise, sample_index};
 use hopwise_core::{Decision, EventKind, Trace};
-use hopwise_reason::details::{self, hgot::{HgotNode, HgotTrace, SigmaEntry}, sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate}, toqd::{GateDecision, ToqdNode}};
+use hopwise_reason::details::{
+    self,
+    hgot::{HgotNode, HgotTrace, SigmaEntry},
+    sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate},
+    toqd::{GateDecision, ToqdNode},
+};
 
 /// Model tests run one at a time (1 inference thread each), even under `--test-threads 2`.
 static MODEL: Mutex<()> = Mutex::new(());
@@ -145,11 +150,8 @@ fn toqd_node_gate_with_the_local_model() {
     let index = sample_index(tmp.path());
     let trace = ask_local(&index, "toqd", &["--opt", "answer_first=false", "--opt", "gate=uncertainty"]);
 
-    let gated: Vec<_> = trace
-        .nodes
-        .iter()
-        .filter_map(|n| details::read::<ToqdNode>(n).and_then(|d| d.gate).map(|g| (n, g)))
-        .collect();
+    let gated: Vec<_> =
+        trace.nodes.iter().filter_map(|n| details::read::<ToqdNode>(n).and_then(|d| d.gate).map(|g| (n, g))).collect();
     assert!(!gated.is_empty(), "every node asks the gate first");
     for (node, gate) in gated {
         assert_eq!(gate.samples.len(), 5, "{gate:?}");
@@ -174,7 +176,9 @@ fn uar_with_the_local_model_gates_retrieval_on_uncertainty() {
     assert!(!trace.nodes.is_empty() && trace.nodes.len() <= 3, "one node per sentence, at most max_steps");
     assert_eq!(trace.stats.steps, trace.nodes.len() as u64);
     let config: SentenceTrace = serde_json::from_value(trace.extra.clone()).expect("the loop's configuration");
-    let LoopGate::Uncertainty { threshold, .. } = config.gate else { panic!("uar gates on uncertainty: {:?}", config.gate) };
+    let LoopGate::Uncertainty { threshold, .. } = config.gate else {
+        panic!("uar gates on uncertainty: {:?}", config.gate)
+    };
     let mut retrieved = 0;
     for node in &trace.nodes {
         let step: SentenceNode = details::read(node).unwrap_or_else(|| panic!("node {}: {}", node.id, node.extra));

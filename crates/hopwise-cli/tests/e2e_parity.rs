@@ -98,7 +98,8 @@ async fn serve_and_ask_write_the_same_trace() {
         assert!(Instant::now() < deadline, "hopwise serve did not come up");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let response = client.post(format!("{base}/v1/ask")).json(&json!({"question": QUESTION})).send().await.expect("ask");
+    let response =
+        client.post(format!("{base}/v1/ask")).json(&json!({"question": QUESTION})).send().await.expect("ask");
     assert!(response.status().is_success(), "{}", response.text().await.unwrap_or_default());
     let served: Value = response.json().await.expect("trace JSON");
 

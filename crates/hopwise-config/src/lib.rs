@@ -42,11 +42,11 @@ pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
 pub use hopwise_core::{default_home, RewriteMethod};
 pub use remote::{RemoteConfig, RemoteMode, RemoteOverrides};
+use serve::in_range;
 pub use serve::{
     ServeConfig, ServeOverrides, MAX_SERVE_BODY_BYTES, MAX_SERVE_CONCURRENCY, MAX_SERVE_CONNECTIONS,
     MAX_SERVE_READ_TIMEOUT_SECS, MAX_SERVE_TIMEOUT_SECS,
 };
-use serve::in_range;
 use settings::FlagValue;
 
 /// Upper bounds for an OpenAI-compatible backend's limits.
@@ -743,7 +743,10 @@ mod tests {
             std::fs::write(&path, doc.replacen(current, &fresh, 1)).expect("rewrite docs/configuration.md");
             return;
         }
-        assert_eq!(current, fresh, "docs/configuration.md is stale: HOPWISE_BLESS=1 cargo test -p hopwise-config reference");
+        assert_eq!(
+            current, fresh,
+            "docs/configuration.md is stale: HOPWISE_BLESS=1 cargo test -p hopwise-config reference"
+        );
         for key in ServeConfig::KEYS.iter().chain(RemoteConfig::KEYS).filter(|k| k.in_file()) {
             assert!(fresh.contains(&format!(".{}` |", key.name)), "{} is documented", key.name);
         }

@@ -71,14 +71,13 @@ pub fn reference_table(section: &str, keys: &[Key], defaults: &toml::Table, args
     for key in keys {
         let arg = args.get_arguments().find(|a| a.get_id().as_str() == key.name);
         let flag = arg.and_then(|a| a.get_long()).map(|l| format!("`--{l}`")).unwrap_or_else(|| "–".into());
-        let env = arg
-            .and_then(|a| a.get_env())
-            .map(|e| format!("`{}`", e.to_string_lossy()))
-            .unwrap_or_else(|| "–".into());
+        let env =
+            arg.and_then(|a| a.get_env()).map(|e| format!("`{}`", e.to_string_lossy())).unwrap_or_else(|| "–".into());
         let default = defaults.get(key.name).map(|v| format!("`{v}`")).unwrap_or_else(|| "–".into());
         let paragraph = key.doc.split("\n\n").next().unwrap_or_default();
         let meaning = paragraph.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|");
-        let name = if key.in_file() { format!("`{section}.{}`", key.name) } else { "– (flag or variable only)".into() };
+        let name =
+            if key.in_file() { format!("`{section}.{}`", key.name) } else { "– (flag or variable only)".into() };
         out.push_str(&format!("| {name} | {default} | {flag} | {env} | {meaning} |\n"));
     }
     out

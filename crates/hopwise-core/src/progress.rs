@@ -28,7 +28,13 @@ impl ProgressLines {
                 let answer = node.answer.as_deref().map(str::trim).filter(|a| !a.is_empty());
                 match answer {
                     Some(answer) if node.decision != Decision::Pending && self.answered.insert(node.id.clone()) => {
-                        Some(format!("{}. {} → {} ({})", node.id, one_line(&node.question), one_line(answer), decision(node.decision)))
+                        Some(format!(
+                            "{}. {} → {} ({})",
+                            node.id,
+                            one_line(&node.question),
+                            one_line(answer),
+                            decision(node.decision)
+                        ))
                     }
                     _ if first => Some(format!("{}. {}", node.id, one_line(&node.question))),
                     _ => None,
@@ -91,7 +97,12 @@ mod tests {
             start_ms: 0,
             end_ms: 0,
             node_id: Some("1".into()),
-            kind: EventKind::Retrieval { query: "Rush drummer".into(), k: 5, passage_ids: vec!["a".into(), "b".into()], error: None },
+            kind: EventKind::Retrieval {
+                query: "Rush drummer".into(),
+                k: 5,
+                passage_ids: vec!["a".into(), "b".into()],
+                error: None,
+            },
         };
         assert_eq!(lines.line(&search).as_deref(), Some("1. searching “Rush drummer” → 2 passages"));
         assert_eq!(
@@ -100,7 +111,8 @@ mod tests {
         );
         assert_eq!(lines.line(&node("1", Some("Neil Peart"), Decision::Retrieved)), None);
         assert_eq!(lines.line(&node(SINK, Some("Rush"), Decision::Retrieved)), None, "the answer is the reply");
-        let note = Event { seq: 2, start_ms: 0, end_ms: 0, node_id: None, kind: EventKind::Note { message: "x".into() } };
+        let note =
+            Event { seq: 2, start_ms: 0, end_ms: 0, node_id: None, kind: EventKind::Note { message: "x".into() } };
         assert_eq!(lines.line(&note), None);
     }
 }

@@ -215,7 +215,9 @@ mod tests {
     fn builtin_templates_load_and_render() {
         let p = Prompts::default();
         assert!(p.names().count() > 5);
-        let s = p.render("toqd_self_verify", &[("question", "Who wrote Dune?"), ("answer_format", "Be brief.")]).expect("render");
+        let s = p
+            .render("toqd_self_verify", &[("question", "Who wrote Dune?"), ("answer_format", "Be brief.")])
+            .expect("render");
         assert!(s.contains("Who wrote Dune?"));
         assert!(s.contains("NO!"));
     }

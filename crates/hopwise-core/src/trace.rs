@@ -502,8 +502,21 @@ impl Recorder {
     }
 
     /// Closes the trace: sets the answer, its supporting passages, wall time, and emits the final event.
+    ///
+    /// A node still pending is marked unresolved, with a note naming it: a closed trace never
+    /// holds a pending node. Only a strategy that stopped early (a best-effort trace) may leave one;
+    /// test builds fail on any other.
     pub fn finish(&self, answer: &str, rationale: Option<String>) -> Trace {
         let wall_ms = self.now_ms();
+        let pending = self.close_pending_nodes();
+        if !pending.is_empty() {
+            #[cfg(feature = "trace-check")]
+            assert!(self.lock().best_effort, "the strategy finished with pending nodes {pending:?}");
+            self.note(format!(
+                "node(s) {} were still pending when the strategy finished; marked unresolved",
+                pending.join(", ")
+            ));
+        }
         let best_effort = {
             let mut t = self.lock();
             t.answer = answer.to_string();
@@ -517,6 +530,18 @@ impl Recorder {
         #[cfg(feature = "trace-check")]
         crate::trace_schema::enforce(&trace);
         trace
+    }
+
+    /// Marks every pending node unresolved and best-effort; returns their ids.
+    fn close_pending_nodes(&self) -> Vec<NodeId> {
+        let mut t = self.lock();
+        let mut closed = Vec::new();
+        for node in t.nodes.iter_mut().filter(|n| n.decision == Decision::Pending) {
+            node.decision = Decision::Unresolved;
+            node.best_effort = true;
+            closed.push(node.id.clone());
+        }
+        closed
     }
 
     pub fn snapshot(&self) -> Trace {
@@ -547,6 +572,30 @@ mod tests {
         assert_eq!(at(Some(0.6)), Some("a majority of the vote"));
         assert_eq!(at(Some(0.5)), Some("leads a split vote"), "half is no majority");
         assert_eq!(at(Some(0.2)), Some("leads a split vote"));
+    }
+
+    /// A strategy that stopped early may leave nodes it never reached; the closed trace marks them
+    /// unresolved and names them, so no reader sees a pending node in a finished trace.
+    #[test]
+    fn finishing_marks_nodes_still_pending_unresolved() {
+        let rec = Recorder::new("Who?", "toqd");
+        rec.upsert_node(NodeTrace { id: "1".into(), question: "a".into(), ..Default::default() });
+        rec.upsert_node(NodeTrace { id: "2".into(), question: "b".into(), ..Default::default() });
+        rec.update_node("1", |n| n.decision = Decision::Known);
+        rec.best_effort("the strategy stopped early");
+        let trace = rec.finish("", None);
+        assert_eq!(trace.node("1").map(|n| (n.decision, n.best_effort)), Some((Decision::Known, false)));
+        assert_eq!(trace.node("2").map(|n| (n.decision, n.best_effort)), Some((Decision::Unresolved, true)));
+        assert!(trace.notes.iter().any(|n| n.contains("node(s) 2 were still pending")), "{:?}", trace.notes);
+    }
+
+    /// Anywhere else a pending node is a strategy's bug, which test builds refuse.
+    #[test]
+    #[should_panic(expected = "pending nodes")]
+    fn a_pending_node_in_a_trace_that_is_not_best_effort_fails_test_builds() {
+        let rec = Recorder::new("Who?", "toqd");
+        rec.upsert_node(NodeTrace { id: "1".into(), question: "a".into(), ..Default::default() });
+        rec.finish("yes", None);
     }
 
     #[test]
@@ -595,6 +644,7 @@ mod tests {
         rec.upsert_node(NodeTrace {
             id: "3".into(),
             answer: Some("Yes".into()),
+            decision: Decision::Known,
             passages: vec![passage("e", "yes")],
             ..Default::default()
         });

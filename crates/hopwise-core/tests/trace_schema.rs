@@ -74,6 +74,7 @@ fn finishing_a_trace_that_does_not_validate_panics_in_test_builds() {
     let rec = Recorder::new("q", "direct");
     rec.upsert_node(NodeTrace {
         id: "Q".into(),
+        decision: Decision::Known,
         passages: vec![Passage { id: "p".into(), score: f32::NAN, ..Default::default() }],
         ..Default::default()
     });

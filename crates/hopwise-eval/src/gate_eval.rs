@@ -8,13 +8,13 @@
 //! `subject, relation, object` → "What is the relation of subject?"; MuSiQue's decomposition with `#k`
 //! replaced by the earlier steps' answers), else the question itself.
 
-use std::collections::BTreeMap;
-use std::path::Path;
 use hopwise_core::Recorder;
 use hopwise_reason::gate::{self, GateSettings, UncertaintyGate};
 use hopwise_reason::uncertainty::{jaccard_matrix, Estimator};
 use hopwise_reason::Runtime;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 use crate::dataset::{next_line, open_regular, Line, MAX_LINE_BYTES};
 use crate::error::{EvalError, Result};
@@ -264,7 +264,11 @@ pub fn join_reader(records: &mut [GateRecord], results: &[crate::results::Result
     for record in records.iter_mut() {
         if let Some(read) = by_id.get(record.item.id.as_str()) {
             record.reader = Some(ReaderAnswer {
-                scored: Scored { answer: read.prediction.clone(), cover_em: read.metrics.cover_em, f1: read.metrics.f1 },
+                scored: Scored {
+                    answer: read.prediction.clone(),
+                    cover_em: read.metrics.cover_em,
+                    f1: read.metrics.f1,
+                },
                 retrieval_rounds: read.stats.retrieval_rounds as f64,
                 llm_calls: read.stats.llm_calls as f64,
             });

@@ -11,9 +11,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::{EvalError, Result};
-use crate::gate_eval::{uncertainty_retrieves, GateRecord, Scored};
 #[cfg(test)]
 use crate::gate_eval::ReaderAnswer;
+use crate::gate_eval::{uncertainty_retrieves, GateRecord, Scored};
 use crate::plots::{color, ensure_font, err, render, Figure, FONT};
 
 /// The estimators the sweep traces (those the gate compares short answers with).
@@ -241,7 +241,11 @@ mod tests {
             uncertainty: [("deg-jaccard".to_string(), u)].into_iter().collect(),
             vote: scored(closed_book_right),
             vote_share: 1.0,
-            reader: reader_right.map(|right| ReaderAnswer { scored: scored(right), retrieval_rounds: 2.0, llm_calls: 3.0 }),
+            reader: reader_right.map(|right| ReaderAnswer {
+                scored: scored(right),
+                retrieval_rounds: 2.0,
+                llm_calls: 3.0,
+            }),
         }
     }
 

@@ -186,7 +186,12 @@ async fn queries_for(ctx: &Ctx, method: QueryMethod, question: &str) -> hopwise_
     })
 }
 
-async fn evaluate_one(example: Arc<Example>, method: QueryMethod, runtime: Arc<Runtime>, k: usize) -> Option<QueryRecord> {
+async fn evaluate_one(
+    example: Arc<Example>,
+    method: QueryMethod,
+    runtime: Arc<Runtime>,
+    k: usize,
+) -> Option<QueryRecord> {
     let (gold, by_id) = gold_of(&example)?;
     let rec = Recorder::new(&example.question, method.name());
     // The same runtime as `ask`: its metered model, prompts and retriever (no query rewriting of its
@@ -388,13 +393,10 @@ mod tests {
             Example { id: "e2".into(), question: "q".into(), answers: vec!["x".into()], ..Default::default() };
         let runtime = Runtime::new(Arc::new(llm), Arc::new(Prompts::default()))
             .with_retriever(Some(Arc::new(ByWord(vec!["alpha", "beta"]))));
-        let report = retrieval_eval(
-            &[example, no_gold],
-            Arc::new(runtime),
-            &RetrievalEvalConfig { k: 3, ..Default::default() },
-        )
-        .await
-        .expect("eval");
+        let report =
+            retrieval_eval(&[example, no_gold], Arc::new(runtime), &RetrievalEvalConfig { k: 3, ..Default::default() })
+                .await
+                .expect("eval");
         assert_eq!(report.skipped_without_gold, 1);
         let get = |m: QueryMethod| report.methods.iter().find(|s| s.method == m).expect("method").clone();
         // Native: only noise -> nothing found.

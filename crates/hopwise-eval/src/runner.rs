@@ -112,7 +112,8 @@ pub async fn run_eval(
             return Err(EvalError::DuplicateDataset(ds.name));
         }
         skipped.extend(ds.skipped);
-        let examples = ds.examples.into_iter().skip(config.skip).take(config.limit.unwrap_or(usize::MAX)).map(Arc::new).collect();
+        let examples =
+            ds.examples.into_iter().skip(config.skip).take(config.limit.unwrap_or(usize::MAX)).map(Arc::new).collect();
         datasets.push((ds.name, examples));
     }
 

@@ -38,7 +38,10 @@ fn every_committed_record_rescores_to_its_stored_metrics() {
             assert!(!r.gold.is_empty(), "{at}: no gold answer");
             let s = score_answer(&r.prediction, &r.gold);
             let m = &r.metrics;
-            assert!(close(m.em, s.em) && close(m.cover_em, s.cover_em) && close(m.f1, s.f1), "{at}: stored {m:?}, today {s:?}");
+            assert!(
+                close(m.em, s.em) && close(m.cover_em, s.cover_em) && close(m.f1, s.f1),
+                "{at}: stored {m:?}, today {s:?}"
+            );
             let label = (r.task == Task::FactCheck).then(|| label_accuracy(&r.prediction, &r.gold[0]));
             assert_eq!(m.label_accuracy.is_some(), label.is_some(), "{at}");
             assert!(close(m.accuracy, label.unwrap_or(s.cover_em)), "{at}: accuracy {}", m.accuracy);

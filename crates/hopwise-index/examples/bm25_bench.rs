@@ -25,7 +25,8 @@ struct Question {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let title_boost = parse_title_boost()?;
-    let data = std::env::var_os("HOPWISE_DATA").map(PathBuf::from).ok_or("set HOPWISE_DATA to the evaluation data folder")?;
+    let data =
+        std::env::var_os("HOPWISE_DATA").map(PathBuf::from).ok_or("set HOPWISE_DATA to the evaluation data folder")?;
     let data = data.canonicalize()?;
     let mut corpora: Vec<PathBuf> = std::fs::read_dir(&data)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -158,7 +159,6 @@ fn parse_title_boost() -> Result<f32, Box<dyn std::error::Error>> {
         None => Ok(DEFAULT_TITLE_BOOST),
     }
 }
-
 
 fn load_questions(data: &Path) -> Result<Vec<Question>, Box<dyn std::error::Error>> {
     let mut questions = Vec::new();

@@ -26,8 +26,8 @@ pub mod error;
 pub mod fusion;
 pub mod layout;
 pub mod progress;
-pub mod rewrite;
 mod read_only;
+pub mod rewrite;
 mod score;
 
 pub use bm25::{Bm25Retriever, DEFAULT_TITLE_BOOST};

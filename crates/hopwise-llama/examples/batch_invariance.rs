@@ -82,7 +82,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let whole: Vec<Vec<f32>> = (0..TAIL).map(|j| ctx.get_logits_ith((prefix + j) as i32).to_vec()).collect();
     report("prompt batch", &reference, &whole);
     // Bits of the prompt batch's logits, to compare runs with another UBATCH.
-    let digest = whole.iter().flatten().fold(0xcbf2_9ce4_8422_2325u64, |h, x| (h ^ u64::from(x.to_bits())).wrapping_mul(0x100_0000_01b3));
+    let digest = whole
+        .iter()
+        .flatten()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, x| (h ^ u64::from(x.to_bits())).wrapping_mul(0x100_0000_01b3));
     println!("{:>13}: {digest:016x}", "prompt digest");
 
     // The prefix, then the tail in one batch.
@@ -125,7 +128,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Evaluates `(sequence, tokens, first position)` runs in one batch; logits for the last token of
 /// the last run only when `logits`.
-fn eval(ctx: &mut LlamaContext, runs: &[(i32, &[LlamaToken], usize)], logits: bool) -> Result<(), Box<dyn std::error::Error>> {
+fn eval(
+    ctx: &mut LlamaContext,
+    runs: &[(i32, &[LlamaToken], usize)],
+    logits: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
     let total: usize = runs.iter().map(|(_, tokens, _)| tokens.len()).sum();
     let mut batch = LlamaBatch::new(total, runs.len() as i32);
     for (r, (seq, tokens, start)) in runs.iter().enumerate() {

@@ -71,7 +71,8 @@ fn json_err(e: serde_json::Error) -> PyErr {
 /// handlers; a raised signal (KeyboardInterrupt) aborts the task and propagates.
 fn wait<T: Send + 'static>(py: Python<'_>, tokio: &tokio::runtime::Runtime, handle: &mut JoinHandle<T>) -> PyResult<T> {
     loop {
-        let joined = py.allow_threads(|| tokio.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut *handle).await }));
+        let joined =
+            py.allow_threads(|| tokio.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut *handle).await }));
         match joined {
             Ok(result) => {
                 return result.map_err(|e| HopwiseError::new_err(format!("the question's task ended abnormally: {e}")))
@@ -209,7 +210,8 @@ impl Engine {
         max_seconds: Option<f64>,
         no_retrieval: bool,
     ) -> PyResult<String> {
-        let prepared = self.prepare(question, Ask { strategy, options, k, max_llm_calls, max_seconds, no_retrieval })?;
+        let prepared =
+            self.prepare(question, Ask { strategy, options, k, max_llm_calls, max_seconds, no_retrieval })?;
         let runtime = self.runtime.clone();
         let mut task = self.tokio.spawn(async move { runtime.answer(&prepared, None).await });
         let trace = wait(py, &self.tokio, &mut task)?.map_err(|e| py_err(e.into()))?;
@@ -230,7 +232,8 @@ impl Engine {
         max_seconds: Option<f64>,
         no_retrieval: bool,
     ) -> PyResult<EventStream> {
-        let prepared = self.prepare(question, Ask { strategy, options, k, max_llm_calls, max_seconds, no_retrieval })?;
+        let prepared =
+            self.prepare(question, Ask { strategy, options, k, max_llm_calls, max_seconds, no_retrieval })?;
         let runtime = self.runtime.clone();
         let (tx, rx) = unbounded_channel();
         let task = self.tokio.spawn(async move { runtime.answer(&prepared, Some(tx)).await });
@@ -311,7 +314,9 @@ fn graph(trace: &str, format: &str) -> PyResult<String> {
 fn strategies() -> PyResult<String> {
     let rows: Vec<_> = STRATEGIES
         .iter()
-        .map(|s| serde_json::json!({"name": s.name, "description": s.description, "needs_retriever": s.needs_retriever}))
+        .map(
+            |s| serde_json::json!({"name": s.name, "description": s.description, "needs_retriever": s.needs_retriever}),
+        )
         .collect();
     serde_json::to_string(&rows).map_err(json_err)
 }
@@ -332,7 +337,10 @@ fn build_index(
     // A missing embedder fails before any indexing work.
     let embedder = if dense {
         let cfg = configure(config, &Overrides { home, ..Overrides::default() })?;
-        Some(hopwise_runtime::backends::require_embedder_for(&cfg, &dir).map_err(|e| PyValueError::new_err(format!("{e:#}")))?)
+        Some(
+            hopwise_runtime::backends::require_embedder_for(&cfg, &dir)
+                .map_err(|e| PyValueError::new_err(format!("{e:#}")))?,
+        )
     } else {
         None
     };
@@ -345,7 +353,9 @@ fn build_index(
         let tokio = async_runtime()?;
         let dense_options = hopwise_index::DenseOptions::default();
         let built = py
-            .allow_threads(|| tokio.block_on(hopwise_index::build_dense(&dir, embedder.as_ref(), &dense_options, &|_| {})))
+            .allow_threads(|| {
+                tokio.block_on(hopwise_index::build_dense(&dir, embedder.as_ref(), &dense_options, &|_| {}))
+            })
             .map_err(|e| HopwiseError::new_err(format!("dense index: {e}")))?;
         if let Some(map) = value.as_object_mut() {
             map.insert("dense".into(), serde_json::to_value(&built).map_err(json_err)?);
@@ -396,7 +406,18 @@ fn evaluate(
         Some(_) => return Err(PyValueError::new_err("options must be a JSON object of strategy options")),
     };
     let cfg = configure(config, &Overrides { home, model, base_url, index, threads, ..Overrides::default() })?;
-    let plan = EvalPlan { datasets, strategies, out, skip, limit, concurrency, options, context, cache, ..EvalPlan::default() };
+    let plan = EvalPlan {
+        datasets,
+        strategies,
+        out,
+        skip,
+        limit,
+        concurrency,
+        options,
+        context,
+        cache,
+        ..EvalPlan::default()
+    };
     let tokio = async_runtime()?;
     let mut task = tokio.spawn(async move { evaluate_plan(cfg, &plan, &hopwise_eval::NoProgress).await });
     let outcome = wait(py, &tokio, &mut task)?.map_err(py_err)?;

@@ -30,7 +30,9 @@ impl ReasonError {
             | Self::ServerPathOption { .. } => true,
             Self::Core(e) => matches!(
                 e,
-                hopwise_core::Error::Template { .. } | hopwise_core::Error::Config(_) | hopwise_core::Error::InvalidInput(_)
+                hopwise_core::Error::Template { .. }
+                    | hopwise_core::Error::Config(_)
+                    | hopwise_core::Error::InvalidInput(_)
             ),
         }
     }

@@ -86,7 +86,6 @@ impl UncertaintyGate {
     }
 }
 
-
 /// `U` over a set of samples, with the similarity matrix it came from.
 pub struct Estimate {
     pub similarity: Matrix,

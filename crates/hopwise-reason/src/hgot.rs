@@ -142,7 +142,6 @@ struct Run<'a> {
     demo_fallback_noted: AtomicBool,
 }
 
-
 /// Changes the node's HGOT detail in place.
 fn update_detail(node: &mut NodeTrace, change: impl FnOnce(&mut HgotNode)) {
     details::update(node, change);
@@ -239,12 +238,10 @@ impl Run<'_> {
                     self.stop(&id, StopReason::SingleStep, Some(StopDetail::Similarity(test)), &probe);
                     return Ok(probe);
                 }
-                self.ctx
-                    .rec()
-                    .update_node(&id, |n| {
-                        let stop = StopRecord { reason: StopReason::Continue, detail: Some(StopDetail::Similarity(test)) };
-                        update_detail(n, |d| d.stop = Some(stop));
-                    });
+                self.ctx.rec().update_node(&id, |n| {
+                    let stop = StopRecord { reason: StopReason::Continue, detail: Some(StopDetail::Similarity(test)) };
+                    update_detail(n, |d| d.stop = Some(stop));
+                });
             }
             let solved = self.search(&id, depth, &plan).await?;
             match self.infer(&question, &id, &probe, &solved).await {

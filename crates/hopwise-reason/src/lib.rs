@@ -37,7 +37,7 @@ pub mod uncertainty;
 pub mod vote;
 
 pub use ctx::{Budget, Ctx};
+pub use error::ReasonError;
 pub use meter::Meter;
 pub use runtime::{Prepared, Request, Runtime};
-pub use error::ReasonError;
 pub use strategy::{Strategy, StrategyOptions};

@@ -66,7 +66,14 @@ impl Meter {
 
     /// The one place a model call is written into the trace: the stats it adds and its `llm_call`
     /// event, spanning `start_ms` to now.
-    fn record(&self, purpose: &str, node: Option<&str>, request: &ChatRequest, start_ms: u64, result: &Result<ChatResponse>) {
+    fn record(
+        &self,
+        purpose: &str,
+        node: Option<&str>,
+        request: &ChatRequest,
+        start_ms: u64,
+        result: &Result<ChatResponse>,
+    ) {
         let input_words: u64 = request.messages.iter().map(|m| word_count(&m.content)).sum();
         let (prompt_tokens, completion_tokens, output_words, grammar, error) = match result {
             Ok(resp) => (
@@ -187,7 +194,11 @@ mod tests {
         let resp = meter.send("answer", None, ChatRequest::user("hello")).await.expect("a reply");
         let text = resp.text();
         assert!(text.len() < MAX_REPLY_BYTES + 64, "{}", text.len());
-        assert!(text.ends_with(&format!("[… {} more bytes cut]", huge.len() - MAX_REPLY_BYTES)), "{}", &text[text.len() - 40..]);
+        assert!(
+            text.ends_with(&format!("[… {} more bytes cut]", huge.len() - MAX_REPLY_BYTES)),
+            "{}",
+            &text[text.len() - 40..]
+        );
         assert!(rec.snapshot().notes.iter().any(|n| n.contains("was cut")));
         let small = Meter::new(Arc::new(ScriptedLlm::new().fallback("Paris")), rec, 2);
         assert_eq!(small.send("answer", None, ChatRequest::user("hi")).await.expect("reply").text(), "Paris");

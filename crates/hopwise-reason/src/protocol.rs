@@ -429,7 +429,8 @@ pub fn is_question(text: &str) -> bool {
     if text.trim_end().ends_with('?') {
         return true;
     }
-    let mut words = text.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_ascii_lowercase());
+    let mut words =
+        text.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_ascii_lowercase());
     let first = words.next().unwrap_or_default();
     let wh = |w: &str| matches!(w, "who" | "whom" | "whose" | "what" | "which" | "when" | "where" | "why" | "how");
     if wh(&first) || is_yes_no_question(&first) {

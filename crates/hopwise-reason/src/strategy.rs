@@ -14,7 +14,6 @@ pub mod api;
 
 pub use api::{Answer, Strategy, StrategyOptions};
 
-
 /// One row of [`STRATEGIES`].
 pub struct StrategySpec {
     pub name: &'static str,
@@ -300,7 +299,11 @@ mod registry_tests {
                     Err(_) => false,
                 };
                 let declared = spec.path_options.contains(&key.as_str());
-                assert_eq!(!typed_refusal, declared, "{}: option `{key}` takes free text: declare it in path_options", spec.name);
+                assert_eq!(
+                    !typed_refusal, declared,
+                    "{}: option `{key}` takes free text: declare it in path_options",
+                    spec.name
+                );
             }
             for declared in spec.path_options {
                 assert!(keys.iter().any(|k| k == declared), "{}: `{declared}` is not an option", spec.name);

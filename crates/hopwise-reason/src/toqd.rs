@@ -37,9 +37,9 @@ use hopwise_core::{Decision, NodeTrace, Passage};
 use crate::ctx::Ctx;
 use crate::details::{self, toqd::ToqdNode};
 use crate::error::Result;
+use crate::gate::UncertaintyGate;
 use crate::protocol::plan::{AnswerType, FinalOp, QuestionPlan};
 use crate::strategy::api::{Answer, Strategy};
-use crate::gate::UncertaintyGate;
 
 mod decide;
 mod graph;
@@ -151,6 +151,16 @@ impl Toqd {
         }
         ctx.rec().update_node(SINK, |n| {
             n.decision = decision;
+            n.answer = Some(answer.clone());
+        });
+        Answer { text: answer, rationale: None }
+    }
+
+    /// Marks `Q` unresolved with the best-effort `answer` the summary fell back on, and returns it.
+    fn fall_back(ctx: &Ctx, answer: String) -> Answer {
+        ctx.rec().update_node(SINK, |n| {
+            n.decision = Decision::Unresolved;
+            n.best_effort = true;
             n.answer = Some(answer.clone());
         });
         Answer { text: answer, rationale: None }

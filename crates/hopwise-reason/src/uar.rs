@@ -35,7 +35,10 @@ use async_trait::async_trait;
 use hopwise_core::{Decision, GenParams, Nli, NodeTrace, Passage};
 
 use crate::ctx::{format_passages, Ctx};
-use crate::details::{self, sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate}};
+use crate::details::{
+    self,
+    sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate},
+};
 use crate::error::{ReasonError, Result};
 use crate::gate::{self, Estimate};
 use crate::strategy::api::{Answer, Strategy};
@@ -51,12 +54,12 @@ mod confidence;
 mod options;
 
 pub use crate::gate::{Similarity, UncertaintyGate, MAX_SAMPLES};
+use crate::protocol::answer::marked_answer;
+pub use crate::protocol::sentence::{clean_query, first_sentence, parse_search_request};
 pub use options::{
     uncertainty_gate, AlwaysRetrieveOptions, ConfidenceGate, FlareDirectOptions, FlareInstructOptions, QuerySource,
     UarOptions, WithoutProbabilities,
 };
-use crate::protocol::answer::marked_answer;
-pub use crate::protocol::sentence::{clean_query, first_sentence, parse_search_request};
 
 /// Longest sentence a step may generate, in tokens.
 const SENTENCE_MAX_TOKENS: u32 = 64;
@@ -160,11 +163,9 @@ impl DynamicRetrieval {
             },
             Gate::Always(q) => LoopGate::Always { query: *q },
             Gate::FlareInstruct => LoopGate::FlareInstruct,
-            Gate::Confidence(g) => LoopGate::FlareDirect {
-                theta: g.theta,
-                beta: g.beta,
-                without_probabilities: g.without_probabilities,
-            },
+            Gate::Confidence(g) => {
+                LoopGate::FlareDirect { theta: g.theta, beta: g.beta, without_probabilities: g.without_probabilities }
+            }
         };
         SentenceTrace { gate, max_steps: self.max_steps, initial_retrieval: self.initial_retrieval }
     }
@@ -244,7 +245,6 @@ fn most_central(samples: &[String], w: &Matrix) -> Option<String> {
         })
         .map(|i| samples[i].clone())
 }
-
 
 /// One question's loop state.
 struct Run<'a> {

@@ -238,7 +238,8 @@ fn one_module_layout_and_one_test_file_convention() {
 #[test]
 fn the_reader_follows_groups_and_relative_paths() {
     let own = vec!["toqd".to_string(), "reading".to_string()];
-    let paths = named_paths("use crate::a::{b, c::{d, e as f}, self};\nuse super::g::H;\nfn x() { crate::k::l(); }", &own);
+    let paths =
+        named_paths("use crate::a::{b, c::{d, e as f}, self};\nuse super::g::H;\nfn x() { crate::k::l(); }", &own);
     let shown: BTreeSet<String> = paths.iter().map(|p| p.join("::")).collect();
     let expected: BTreeSet<String> =
         ["a::b", "a::c::d", "a::c::e", "a", "toqd::g::H", "k::l"].into_iter().map(String::from).collect();

@@ -82,7 +82,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let passes = arg("--passes", 3);
     let Some(model) = minilm() else { return Ok(()) };
     let Some(subset) = hotpotqa_subset(questions) else {
-        return Err(format!("HotpotQA data not found in {:?} (set HOPWISE_DATA to the evaluation data folder)", data_dir()).into());
+        return Err(format!(
+            "HotpotQA data not found in {:?} (set HOPWISE_DATA to the evaluation data folder)",
+            data_dir()
+        )
+        .into());
     };
     let n = subset.passages.len();
     let embedder = table_embedder(&subset, model).await;

@@ -40,7 +40,9 @@ impl Embedder for Letters {
 
 fn server(index: &str) -> Option<OpenSearchStore> {
     let Ok(url) = std::env::var("OPENSEARCH_URL") else {
-        hopwise_core::test_skips::skipped("OPENSEARCH_URL is not set (no OpenSearch/Elasticsearch server installs here)");
+        hopwise_core::test_skips::skipped(
+            "OPENSEARCH_URL is not set (no OpenSearch/Elasticsearch server installs here)",
+        );
         return None;
     };
     let config = OpenSearchConfig {

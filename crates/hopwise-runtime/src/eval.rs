@@ -109,11 +109,12 @@ pub async fn evaluate(mut config: Config, plan: &EvalPlan, progress: &dyn Progre
     eval.settings.insert("budget".into(), serde_json::to_value(&config.budget)?);
 
     let context = plan.context;
-    let factory = Arc::new(move |job: &Job, rec: hopwise_core::Recorder| -> hopwise_eval::Result<hopwise_reason::Ctx> {
-        let base: Option<Arc<dyn Retriever>> =
-            if context { Some(Arc::new(ExampleContextRetriever::new(&job.example))) } else { None };
-        Ok(runtime.context(rec, base))
-    });
+    let factory =
+        Arc::new(move |job: &Job, rec: hopwise_core::Recorder| -> hopwise_eval::Result<hopwise_reason::Ctx> {
+            let base: Option<Arc<dyn Retriever>> =
+                if context { Some(Arc::new(ExampleContextRetriever::new(&job.example))) } else { None };
+            Ok(runtime.context(rec, base))
+        });
     Ok(run_eval(&eval, factory, progress).await?)
 }
 

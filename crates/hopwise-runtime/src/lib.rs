@@ -18,7 +18,6 @@ use hopwise_reason::runtime::{Defaults, RetrieverWrap};
 use hopwise_reason::strategy::{self, STRATEGIES};
 use hopwise_reason::Runtime;
 
-
 /// What a command asks of the runtime.
 #[derive(Debug, Clone, Default)]
 pub struct Needs {
@@ -51,7 +50,12 @@ impl Needs {
 
     /// A server may be asked for any strategy.
     pub fn for_any_strategy() -> Self {
-        Needs { retriever: true, embedder: STRATEGIES.iter().any(|s| s.uses_embedder), wrap_retriever: true, ..Needs::default() }
+        Needs {
+            retriever: true,
+            embedder: STRATEGIES.iter().any(|s| s.uses_embedder),
+            wrap_retriever: true,
+            ..Needs::default()
+        }
     }
 }
 

@@ -75,7 +75,11 @@ mod tests {
             ServeError::Internal(String::new()),
         ];
         for e in every {
-            assert!(listed.as_array().is_some_and(|l| l.iter().any(|k| k == e.kind())), "{} missing: {listed}", e.kind());
+            assert!(
+                listed.as_array().is_some_and(|l| l.iter().any(|k| k == e.kind())),
+                "{} missing: {listed}",
+                e.kind()
+            );
         }
     }
 }

@@ -126,8 +126,7 @@ pub fn spawn(
         }
         let ctx = s.runtime.context_for(&prepared, rec);
         let timeout = s.limits.timeout;
-        let outcome =
-            tokio::time::timeout(timeout, strategy::run(prepared.strategy(), &ctx, &prepared.question)).await;
+        let outcome = tokio::time::timeout(timeout, strategy::run(prepared.strategy(), &ctx, &prepared.question)).await;
         // Count the work done even when the question timed out.
         s.metrics.record_work(&ctx.rec().stats());
         let outcome = match outcome {

@@ -129,11 +129,9 @@ async fn streaming_shows_the_graph_as_reasoning_before_the_answer() {
     let events = parse_sse(&body);
     let deltas: Vec<&serde_json::Value> =
         events.iter().filter_map(|(_, v)| v.get("choices").and_then(|c| c.get(0)).map(|c| &c["delta"])).collect();
-    let reasoning: Vec<usize> =
-        (0..deltas.len()).filter(|&i| deltas[i].get("reasoning_content").is_some()).collect();
-    let content: Vec<usize> = (0..deltas.len())
-        .filter(|&i| deltas[i]["content"].as_str().is_some_and(|c| !c.is_empty()))
-        .collect();
+    let reasoning: Vec<usize> = (0..deltas.len()).filter(|&i| deltas[i].get("reasoning_content").is_some()).collect();
+    let content: Vec<usize> =
+        (0..deltas.len()).filter(|&i| deltas[i]["content"].as_str().is_some_and(|c| !c.is_empty())).collect();
     assert!(!reasoning.is_empty() && !content.is_empty(), "{body}");
     assert!(reasoning.iter().max() < content.iter().min(), "reasoning first: {body}");
     for &i in &reasoning {

@@ -191,8 +191,7 @@ fn check_events(doc: &Doc, path: &str, text: &str) {
 async fn real_requests_and_responses_match_the_document() {
     let server = TestServer::start(builder(toqd_model()).build()).await;
     let doc = Doc::fetch(&server).await;
-    let ask =
-        json!({"question": QUESTION, "strategy": "toqd-paper", "options": {"critique": false}, "k": 3});
+    let ask = json!({"question": QUESTION, "strategy": "toqd-paper", "options": {"critique": false}, "k": 3});
     let (status, _) = exchange(&doc, &server, Method::POST, "/v1/ask", Some(ask.clone()), "application/json").await;
     assert_eq!(status, StatusCode::OK);
     let (status, events) = exchange(&doc, &server, Method::POST, "/v1/ask", Some(ask), "text/event-stream").await;

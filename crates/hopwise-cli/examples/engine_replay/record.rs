@@ -111,7 +111,11 @@ pub async fn record(llm: Arc<dyn Llm>, args: RecordArgs) -> Result<(), Box<dyn s
 }
 
 /// The `question` field of `limit` records of a JSONL dataset, after the first `skip`.
-fn read_questions(path: &std::path::Path, skip: usize, limit: usize) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+fn read_questions(
+    path: &std::path::Path,
+    skip: usize,
+    limit: usize,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut questions = Vec::new();
     for line in text.lines().filter(|line| !line.trim().is_empty()).skip(skip).take(limit) {

@@ -39,7 +39,12 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
 
     let needs = Needs { progress: !args.json, ..Needs::for_strategies([name.as_str()])? };
     let runtime = runtime::build(&config, &needs).await?;
-    let prepared = runtime.prepare(Request { question: args.question.clone(), strategy: Some(name), options, ..Request::default() })?;
+    let prepared = runtime.prepare(Request {
+        question: args.question.clone(),
+        strategy: Some(name),
+        options,
+        ..Request::default()
+    })?;
     let trace = runtime.answer(&prepared, None).await?;
 
     if args.json {

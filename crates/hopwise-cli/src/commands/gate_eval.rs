@@ -15,8 +15,8 @@ use hopwise_core::Llm;
 use hopwise_eval::gate_eval::{gate_items, join_reader, judge, render_report, GateRecord, ItemKind};
 use hopwise_eval::gate_sweep::{draw_sweep, sweep};
 
-use crate::runtime::{self, Needs};
 use crate::cli::{GateEvalArgs, GateItems};
+use crate::runtime::{self, Needs};
 
 pub async fn run(config: Config, args: GateEvalArgs) -> Result<ExitCode> {
     if args.samples < 2 {

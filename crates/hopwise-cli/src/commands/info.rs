@@ -59,7 +59,9 @@ fn shareable(config: &Config) -> Config {
     for url in [&mut remote.typesense_url, &mut remote.milvus_url, &mut remote.opensearch_url].into_iter().flatten() {
         *url = hopwise_models::redact_url(url);
     }
-    for secret in [&mut remote.typesense_api_key, &mut remote.milvus_token, &mut remote.opensearch_auth].into_iter().flatten() {
+    for secret in
+        [&mut remote.typesense_api_key, &mut remote.milvus_token, &mut remote.opensearch_auth].into_iter().flatten()
+    {
         *secret = REDACTED.into();
     }
     shown
@@ -87,7 +89,9 @@ mod tests {
         // Secrets given directly come from flags, never from the file.
         config.remote.typesense_api_key = Some("ts-direct-secret".into());
         let text = toml::to_string_pretty(&shareable(&config)).expect("serialises");
-        for secret in ["hunter2-password", "alice", "sk-query-secret", "sk-header-secret", "tspassword", "ts-direct-secret"] {
+        for secret in
+            ["hunter2-password", "alice", "sk-query-secret", "sk-header-secret", "tspassword", "ts-direct-secret"]
+        {
             assert!(!text.contains(secret), "{secret} printed:\n{text}");
         }
         assert!(text.contains("llm.example") && text.contains("ts.example"), "{text}");

@@ -29,8 +29,10 @@ pub struct Reliability {
 
 /// The reliability of `records`' confidences, or `None` when none carries one.
 pub fn reliability(records: &[&ResultRecord]) -> Option<Reliability> {
-    let scored: Vec<(f64, f64)> =
-        records.iter().filter_map(|r| r.confidence.filter(|c| c.is_finite()).map(|c| (c.clamp(0.0, 1.0), r.metrics.em))).collect();
+    let scored: Vec<(f64, f64)> = records
+        .iter()
+        .filter_map(|r| r.confidence.filter(|c| c.is_finite()).map(|c| (c.clamp(0.0, 1.0), r.metrics.em)))
+        .collect();
     if scored.is_empty() {
         return None;
     }
@@ -55,9 +57,8 @@ pub fn reliability(records: &[&ResultRecord]) -> Option<Reliability> {
 /// A table with one line per row: its records with a confidence, its ECE, and each bin's EM with
 /// its count.
 pub fn render(out: &mut String, rows: &[(String, Reliability)]) {
-    let edges: Vec<String> = (0..BINS)
-        .map(|i| format!("{:.1}–{:.1}", i as f64 / BINS as f64, (i + 1) as f64 / BINS as f64))
-        .collect();
+    let edges: Vec<String> =
+        (0..BINS).map(|i| format!("{:.1}–{:.1}", i as f64 / BINS as f64, (i + 1) as f64 / BINS as f64)).collect();
     let _ = writeln!(out, "| row | n | ECE | {} |", edges.join(" | "));
     let _ = writeln!(out, "|---|---:|---:|{}", "---:|".repeat(BINS));
     for (label, r) in rows {

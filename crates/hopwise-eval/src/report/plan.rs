@@ -65,10 +65,13 @@ pub fn parse_plan(path: &Path, text: &str) -> Result<Vec<PlannedRow>> {
             return Err(bad("row label, dataset and strategy must not be empty".into()));
         }
         if let Some(name) = [label, dataset].into_iter().find(|n| !super::scan::is_row_name(n)) {
-            return Err(bad(format!("`{name}`: a row label or dataset may hold only ASCII letters, digits, `.`, `-` and `_`")));
+            return Err(bad(format!(
+                "`{name}`: a row label or dataset may hold only ASCII letters, digits, `.`, `-` and `_`"
+            )));
         }
-        let (first, questions) = parse_questions(questions)
-            .ok_or_else(|| bad(format!("questions `{questions}` is neither a whole number nor a range such as 51-150")))?;
+        let (first, questions) = parse_questions(questions).ok_or_else(|| {
+            bad(format!("questions `{questions}` is neither a whole number nor a range such as 51-150"))
+        })?;
         let options =
             if options == "-" { Vec::new() } else { options.split_whitespace().map(str::to_string).collect() };
         if rows.iter().any(|r: &PlannedRow| r.label == label && r.dataset == dataset && (r.first > 1) == (first > 1)) {

@@ -217,7 +217,8 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
         render_paired(out, &d.paired);
     }
     if let Some(peer) = d.against_peer.as_ref().filter(|p| !p.paired.is_empty()) {
-        let candidates: Vec<String> = peer.candidates.iter().map(|(label, em)| format!("`{label}` {:.1}", 100.0 * em)).collect();
+        let candidates: Vec<String> =
+            peer.candidates.iter().map(|(label, em)| format!("`{label}` {:.1}", 100.0 * em)).collect();
         let _ = writeln!(
             out,
             "Against the strongest peer on {name}, `{}` (the highest EM among the complete peer rows: {}); \
@@ -312,7 +313,8 @@ fn progress(out: &mut String, model: &ModelReport) {
             (Some(_), true) => " (earlier prompts: restarts)",
             (Some(_), false) => " (earlier prompts: rerun)",
         };
-        let _ = writeln!(out, "| {dataset} | {} | {}/{planned}{restart} | {seconds} | {left_hours} |", r.label, r.done());
+        let _ =
+            writeln!(out, "| {dataset} | {} | {}/{planned}{restart} | {seconds} | {left_hours} |", r.label, r.done());
     }
     let _ = writeln!(out, "| **total** | | | | {hours:.1} + {unknown} rows not started |\n");
 }
@@ -366,7 +368,8 @@ mod tests {
             results: None,
             stale: None,
         };
-        let cmd = command_for("qwen2.5-1.5b", Range::Tuning, "2wikimultihopqa", &[row("toqd"), row("toqd-no-critique")]);
+        let cmd =
+            command_for("qwen2.5-1.5b", Range::Tuning, "2wikimultihopqa", &[row("toqd"), row("toqd-no-critique")]);
         assert_eq!(
             cmd,
             "HOPWISE_MODEL=qwen2.5-1.5b scripts/results.sh --only '^2wikimultihopqa/(toqd|toqd-no-critique)$'"

@@ -85,7 +85,8 @@ fn checked_name(dir: &Path) -> Result<String> {
     }
     Err(EvalError::Report {
         path: dir.to_path_buf(),
-        message: "a results folder's name may hold only ASCII letters, digits, `.`, `-` and `_`; rename or move it".into(),
+        message: "a results folder's name may hold only ASCII letters, digits, `.`, `-` and `_`; rename or move it"
+            .into(),
     })
 }
 

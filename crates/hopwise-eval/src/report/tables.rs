@@ -257,7 +257,8 @@ mod tests {
 
     #[test]
     fn rows_run_with_other_prompts_are_marked_stale() {
-        let plan = parse_plan(std::path::Path::new("plan.tsv"), "rtr\td\trtr\t-\t4\ncot\td\tcot\t-\t4\n").expect("plan");
+        let plan =
+            parse_plan(std::path::Path::new("plan.tsv"), "rtr\td\trtr\t-\t4\ncot\td\tcot\t-\t4\n").expect("plan");
         let now = strategy_prompts_hash(&Prompts::default(), "rtr", &Default::default()).expect("rtr builds");
         let mut rtr = found("rtr", "rtr", &[1.0, 0.0]);
         rtr.run = Some(fingerprint("rtr", &now));

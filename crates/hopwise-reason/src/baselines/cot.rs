@@ -9,8 +9,8 @@ use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
 
 use super::{final_answer, record_sink};
-use crate::details::baseline::BaselineNode;
 use crate::ctx::Ctx;
+use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
 use crate::strategy::api::{Answer, Strategy};
 
@@ -34,7 +34,15 @@ impl Strategy for Cot {
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {
         let reply = ctx.complete("reason", Some(SINK), "cot", &[("question", question)]).await?;
         let text = final_answer(&reply);
-        record_sink(ctx, question, &text, Decision::Known, Vec::new(), Vec::new(), Some(BaselineNode { reasoning: Some(reply.clone()), ..Default::default() }));
+        record_sink(
+            ctx,
+            question,
+            &text,
+            Decision::Known,
+            Vec::new(),
+            Vec::new(),
+            Some(BaselineNode { reasoning: Some(reply.clone()), ..Default::default() }),
+        );
         Ok(Answer { text, rationale: Some(reply) })
     }
 }

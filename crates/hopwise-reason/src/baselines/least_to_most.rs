@@ -6,8 +6,8 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 
 use super::{final_answer, parse_numbered_list, record_sink, step_node};
-use crate::details::baseline::BaselineNode;
 use crate::ctx::{format_dialog, Ctx};
+use crate::details::baseline::BaselineNode;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
 
@@ -69,7 +69,15 @@ impl Strategy for LeastToMost {
         let text = final_answer(&reply);
         let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };
         let decision = if pairs.is_empty() { Decision::Known } else { Decision::Decomposed };
-        record_sink(ctx, question, &text, decision, parents, Vec::new(), Some(BaselineNode { subquestions: Some(subquestions), ..Default::default() }));
+        record_sink(
+            ctx,
+            question,
+            &text,
+            decision,
+            parents,
+            Vec::new(),
+            Some(BaselineNode { subquestions: Some(subquestions), ..Default::default() }),
+        );
         Ok(Answer { text, rationale: Some(dialog) })
     }
 }

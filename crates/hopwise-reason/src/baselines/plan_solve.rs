@@ -7,8 +7,8 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 
 use super::{final_answer, parse_numbered_list, record_sink};
-use crate::details::baseline::BaselineNode;
 use crate::ctx::{format_passages, Ctx};
+use crate::details::baseline::BaselineNode;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
 
@@ -52,7 +52,15 @@ impl Strategy for PlanSolve {
         let text = final_answer(&reply);
         let plan = parse_numbered_list(&reply, 12);
         let decision = if self.with_retrieval { Decision::Retrieved } else { Decision::Known };
-        record_sink(ctx, question, &text, decision, Vec::new(), passages, Some(BaselineNode { plan: Some(plan), reasoning: Some(reply.clone()), ..Default::default() }));
+        record_sink(
+            ctx,
+            question,
+            &text,
+            decision,
+            Vec::new(),
+            passages,
+            Some(BaselineNode { plan: Some(plan), reasoning: Some(reply.clone()), ..Default::default() }),
+        );
         Ok(Answer { text, rationale: Some(reply) })
     }
 }

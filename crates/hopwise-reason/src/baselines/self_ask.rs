@@ -7,8 +7,8 @@ use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
 
 use super::{final_answer, record_sink, step_node};
-use crate::details::baseline::BaselineNode;
 use crate::ctx::{format_passages, Ctx};
+use crate::details::baseline::BaselineNode;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
 
@@ -116,7 +116,8 @@ impl Strategy for SelfAsk {
                     break;
                 }
                 SelfAskStep::Unclear => {
-                    ctx.rec().note("self-ask step gave neither a follow-up nor a final answer; forcing the final answer");
+                    ctx.rec()
+                        .note("self-ask step gave neither a follow-up nor a final answer; forcing the final answer");
                     break;
                 }
             };
@@ -163,7 +164,15 @@ impl Strategy for SelfAsk {
         };
         let parents = if pairs.is_empty() { Vec::new() } else { vec![pairs.len().to_string()] };
         let decision = if pairs.is_empty() { Decision::Known } else { Decision::Decomposed };
-        record_sink(ctx, question, &text, decision, parents, Vec::new(), Some(BaselineNode { forced_final: Some(forced), ..Default::default() }));
+        record_sink(
+            ctx,
+            question,
+            &text,
+            decision,
+            parents,
+            Vec::new(),
+            Some(BaselineNode { forced_final: Some(forced), ..Default::default() }),
+        );
         Ok(Answer { text, rationale: Some(scratchpad(&pairs)) })
     }
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::vote::VoteRow;
 use crate::hgot::options::HgotOptions;
+use crate::vote::VoteRow;
 
 /// An HGOT node's detail.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::vote::VoteRow;
 use crate::protocol::plan::{AnswerType, QuestionPlan};
 use crate::toqd::options::NodeGate;
 use crate::uncertainty::Estimator;
+use crate::vote::VoteRow;
 
 /// A ToQD node's detail. Every part is present only where that step ran.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -146,7 +146,9 @@ impl HgotOptions {
             return invalid("top_k, max_steps and demo_count must be at least 1".into());
         }
         let tau = self.stop_confidence.unwrap_or(0.0);
-        for (name, v) in [("stop_cosine", self.stop_cosine), ("stop_jaccard", self.stop_jaccard), ("stop_confidence", tau)] {
+        for (name, v) in
+            [("stop_cosine", self.stop_cosine), ("stop_jaccard", self.stop_jaccard), ("stop_confidence", tau)]
+        {
             if !(0.0..=1.0).contains(&v) {
                 return invalid(format!("{name} = {v}: must be in [0, 1]"));
             }

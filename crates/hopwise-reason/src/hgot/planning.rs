@@ -8,8 +8,8 @@ use super::steps::{
     Steps,
 };
 use super::{update_detail, Run, ScoredPassage};
-use crate::details::hgot::{EdgesFrom, PlanRecord};
 use crate::ctx::format_passages;
+use crate::details::hgot::{EdgesFrom, PlanRecord};
 use crate::error::Result;
 
 /// A repaired plan.

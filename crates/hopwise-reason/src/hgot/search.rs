@@ -6,8 +6,11 @@ use std::sync::Mutex;
 use hopwise_core::{Decision, NodeTrace, Passage};
 
 use super::{merge_passages, planning, update_detail, Outcome, Run, StepOutcome};
-use crate::details::{self, hgot::{HgotNode, RankedPassage, ThoughtsRecord}};
 use crate::ctx::{format_dialog, format_passages};
+use crate::details::{
+    self,
+    hgot::{HgotNode, RankedPassage, ThoughtsRecord},
+};
 use crate::error::Result;
 use crate::executor::{Dag, NodeOutcome, NodeTask};
 

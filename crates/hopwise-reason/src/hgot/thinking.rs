@@ -4,13 +4,13 @@
 use hopwise_core::{GenParams, Passage, Repair};
 
 use super::citations::{parse_thought, score_citations, CitationScore, Thought};
+use super::{update_detail, Outcome, Run, ScoredPassage};
+use crate::ctx::format_passages;
+use crate::details::hgot::{SigmaEntry, ThoughtSample, ThoughtsRecord};
+use crate::error::{ReasonError, Result};
 use crate::vote::{
     initial_scores, normalize_support, passage_support, thought_quality, update_sigma, weighted_vote, Vote,
 };
-use super::{update_detail, Outcome, Run, ScoredPassage};
-use crate::details::hgot::{SigmaEntry, ThoughtSample, ThoughtsRecord};
-use crate::ctx::format_passages;
-use crate::error::{ReasonError, Result};
 
 /// Longest thought, in tokens.
 const THOUGHT_MAX_TOKENS: u32 = 256;
@@ -119,12 +119,11 @@ impl Run<'_> {
             return Ok(Deliberation { samples, vote, nu_bar: vec![0.0; passages.len()], unjudged });
         }
         // Every sample's citations are judged at once; the judge asks each distinct pair once.
-        let scores = futures::future::join_all(
-            thoughts
-                .iter()
-                .map(|(_, thought)| score_citations(&thought.rationale, passages, &self.judge, opts.uncited_entailment)),
-        )
-        .await;
+        let scores =
+            futures::future::join_all(thoughts.iter().map(|(_, thought)| {
+                score_citations(&thought.rationale, passages, &self.judge, opts.uncited_entailment)
+            }))
+            .await;
         let mut samples = Vec::with_capacity(thoughts.len());
         for (i, ((raw, thought), citations)) in thoughts.into_iter().zip(scores).enumerate() {
             let dangling: Vec<usize> = citations.statements.iter().flat_map(|s| s.dangling.iter().copied()).collect();

@@ -22,10 +22,10 @@ use serde::Deserialize;
 
 use super::{accumulate, chain_node};
 use crate::chain::record_sink;
-use crate::protocol::answer::final_answer;
 use crate::ctx::{format_passages, Ctx};
 use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
+use crate::protocol::answer::final_answer;
 use crate::protocol::answer::marked_answer;
 use crate::protocol::sentence::first_sentence;
 use crate::strategy::api::{Answer, Strategy};
@@ -68,7 +68,9 @@ const SENTENCE_MAX_TOKENS: u32 = 96;
 impl Ircot {
     pub fn new(opts: IrcotOptions) -> Result<Self> {
         if opts.max_steps == 0 || opts.max_passages == 0 {
-            return Err(ReasonError::InvalidOption("strategy `ircot`: max_steps and max_passages must be at least 1".into()));
+            return Err(ReasonError::InvalidOption(
+                "strategy `ircot`: max_steps and max_passages must be at least 1".into(),
+            ));
         }
         Ok(Self { opts })
     }
@@ -91,7 +93,8 @@ impl Strategy for Ircot {
         for step in 1..=self.opts.max_steps as usize {
             let id = step.to_string();
             let so_far = if sentences.is_empty() { "(none yet)".to_string() } else { sentences.join(" ") };
-            let vars = [("passages", format_passages(&pool)), ("question", question.to_string()), ("answer_so_far", so_far)];
+            let vars =
+                [("passages", format_passages(&pool)), ("question", question.to_string()), ("answer_so_far", so_far)];
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let reply = ctx.complete_with("reason", Some(&id), "ircot_step", &vars, params.clone()).await?;
             let sentence = first_sentence(&reply);
@@ -130,7 +133,12 @@ impl Strategy for Ircot {
             (reader, _) => {
                 let template = if reader == Reader::Direct { "rtr" } else { "ircot_read" };
                 let reply = ctx
-                    .complete("read", Some(SINK), template, &[("passages", &format_passages(&pool)), ("question", question)])
+                    .complete(
+                        "read",
+                        Some(SINK),
+                        template,
+                        &[("passages", &format_passages(&pool)), ("question", question)],
+                    )
                     .await?;
                 final_answer(&reply)
             }
@@ -182,9 +190,10 @@ mod tests {
     async fn each_sentence_is_the_next_query_until_the_chain_states_the_answer() {
         let llm = chain_model();
         let c = ctx(llm.clone(), "ircot", Some(docs()));
-        let trace = run(&Ircot::new(IrcotOptions::default()).expect("options"), &c, "When was the author of Dune born?")
-            .await
-            .expect("run");
+        let trace =
+            run(&Ircot::new(IrcotOptions::default()).expect("options"), &c, "When was the author of Dune born?")
+                .await
+                .expect("run");
         assert_eq!(trace.answer, "1920");
         // The question, then the two fact sentences; the answer sentence searches nothing.
         assert_eq!(trace.stats.retrieval_rounds, 3);
@@ -202,12 +211,12 @@ mod tests {
 
     #[tokio::test]
     async fn the_step_limit_ends_the_chain_and_the_chain_reader_falls_back_to_reading() {
-        let llm = ScriptedLlm::new()
-            .on("Next sentence:", "Frank Herbert wrote Dune.")
-            .on("Reason briefly", "Answer: Tacoma");
+        let llm =
+            ScriptedLlm::new().on("Next sentence:", "Frank Herbert wrote Dune.").on("Reason briefly", "Answer: Tacoma");
         let c = ctx(llm, "ircot", Some(docs()));
         let opts = IrcotOptions { max_steps: 2, reader: Reader::Chain, ..Default::default() };
-        let trace = run(&Ircot::new(opts).expect("options"), &c, "Where was the author of Dune born?").await.expect("run");
+        let trace =
+            run(&Ircot::new(opts).expect("options"), &c, "Where was the author of Dune born?").await.expect("run");
         assert_eq!(trace.answer, "Tacoma", "no stated answer: the reader answers");
         assert_eq!(trace.stats.retrieval_rounds, 3, "the question and two sentences");
         assert_eq!(trace.stats.llm_calls, 3);

@@ -15,10 +15,10 @@ use serde::Deserialize;
 
 use super::chain_node;
 use crate::chain::record_sink;
-use crate::protocol::answer::final_answer;
 use crate::ctx::{format_passages, Ctx};
 use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
+use crate::protocol::answer::final_answer;
 use crate::strategy::api::{Answer, Strategy};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -70,7 +70,12 @@ impl Strategy for IterRetGen {
             ctx.rec().upsert_node(chain_node(round, &query));
             passages = ctx.retrieve(Some(&id), &query, k).await?;
             let reply = ctx
-                .complete("generate", Some(&id), "iter_retgen", &[("passages", &format_passages(&passages)), ("question", question)])
+                .complete(
+                    "generate",
+                    Some(&id),
+                    "iter_retgen",
+                    &[("passages", &format_passages(&passages)), ("question", question)],
+                )
                 .await?;
             answer = final_answer(&reply);
             // The next query carries the generation as one line.
@@ -121,10 +126,7 @@ mod tests {
         assert_eq!(trace.stats.llm_calls, 2);
         let queries = searched_queries(&trace);
         assert_eq!(queries[0], "Where did the author of Dune grow up?");
-        assert_eq!(
-            queries[1],
-            "Where did the author of Dune grow up? Herbert wrote Dune Answer: unknown"
-        );
+        assert_eq!(queries[1], "Where did the author of Dune grow up? Herbert wrote Dune Answer: unknown");
         assert_eq!(trace.node("1").and_then(|n| n.answer.clone()).as_deref(), Some("unknown"));
         assert_eq!(trace.node("Q").map(|n| n.parents.clone()), Some(vec!["2".to_string()]));
     }

@@ -18,11 +18,11 @@ use serde::Deserialize;
 
 use super::chain_node;
 use crate::chain::record_sink;
-use crate::protocol::answer::final_answer;
 use crate::ctx::{format_passages, Ctx};
 use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
 use crate::protocol::agent::{read_turn, transcript_turn, AgentAction, ANSWER_GRAMMAR, TURN_GRAMMAR, TURN_STOPS};
+use crate::protocol::answer::final_answer;
 use crate::strategy::api::{Answer, Strategy};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -125,7 +125,8 @@ impl Strategy for SearchAgent {
         let text = match answer {
             Some(a) => a,
             None => {
-                let prompt = ctx.render("search_agent_final", &[("question", question), ("transcript", &transcript)])?;
+                let prompt =
+                    ctx.render("search_agent_final", &[("question", question), ("transcript", &transcript)])?;
                 let reply = ctx.chat("agent_answer", Some(SINK), prompt, self.params(ctx, ANSWER_GRAMMAR)).await?;
                 match read_turn(reply.text()) {
                     Some(AgentAction::Answer(a)) => a,
@@ -198,7 +199,9 @@ mod tests {
         assert_eq!(queries(&trace), ["Dune"], "the repeated query ends the search phase");
 
         let llm = ScriptedLlm::new()
-            .on_fn("Each turn", |prompt, _| format!("<search>query {}</search>", prompt.matches("<information>").count()))
+            .on_fn("Each turn", |prompt, _| {
+                format!("<search>query {}</search>", prompt.matches("<information>").count())
+            })
             .on("Answer the question from what the searches", "Answer: Herbert");
         let c = ctx(llm, "search-agent", Some(docs()));
         let opts = SearchAgentOptions { max_searches: 2, ..Default::default() };

@@ -89,4 +89,3 @@ pub fn split_statements(rationale: &str) -> Vec<Statement> {
         })
         .collect()
 }
-

@@ -200,23 +200,10 @@ impl QuestionPlan {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Written {
-    Answer {
-        answer_type: AnswerType,
-        steps: Vec<PlanStep>,
-    },
-    Compare {
-        pick: Pick,
-        steps: Vec<PlanStep>,
-        options: Vec<PlanOption>,
-    },
-    All {
-        steps: Vec<PlanStep>,
-        options: Vec<PlanOption>,
-    },
-    Select {
-        steps: Vec<PlanStep>,
-        options: Vec<PlanOption>,
-    },
+    Answer { answer_type: AnswerType, steps: Vec<PlanStep> },
+    Compare { pick: Pick, steps: Vec<PlanStep>, options: Vec<PlanOption> },
+    All { steps: Vec<PlanStep>, options: Vec<PlanOption> },
+    Select { steps: Vec<PlanStep>, options: Vec<PlanOption> },
 }
 
 /// Most steps a grammar-constrained plan can have.

@@ -8,7 +8,10 @@ use hopwise_core::trace::SINK;
 
 use super::node_confidence;
 use crate::ctx::Ctx;
-use crate::details::{self, toqd::{DecisionRecord, ToqdNode}};
+use crate::details::{
+    self,
+    toqd::{DecisionRecord, ToqdNode},
+};
 use crate::executor::Dag;
 use crate::protocol::plan::{AnswerType, FinalOp, QuestionPlan};
 use crate::protocol::values::{self, Value};
@@ -64,10 +67,8 @@ pub(super) fn decide(ctx: &Ctx, plan: &QuestionPlan, dag: &Dag) -> Option<(Strin
     };
     ctx.rec().update_node(SINK, |n| details::update(n, |d: &mut ToqdNode| d.decision = Some(record)));
     let chosen = chosen?;
-    let confidence = options
-        .iter()
-        .filter_map(|o| node_confidence(ctx, &o.step.to_string()))
-        .min_by(|a, b| a.total_cmp(b));
+    let confidence =
+        options.iter().filter_map(|o| node_confidence(ctx, &o.step.to_string())).min_by(|a, b| a.total_cmp(b));
     Some((chosen, confidence))
 }
 

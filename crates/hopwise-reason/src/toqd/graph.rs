@@ -18,14 +18,18 @@ pub(super) fn top_level(ctx: &Ctx, questions: &[String], preds: &[Vec<usize>]) -
     let id = |i: usize| (i + 1).to_string();
     for (i, question) in questions.iter().enumerate() {
         let parents: Vec<String> = preds.get(i).map(|p| p.iter().map(|&j| id(j)).collect()).unwrap_or_default();
-        ctx.rec().upsert_node(NodeTrace { id: id(i), question: question.clone(), parents: parents.clone(), ..Default::default() });
+        ctx.rec().upsert_node(NodeTrace {
+            id: id(i),
+            question: question.clone(),
+            parents: parents.clone(),
+            ..Default::default()
+        });
         for parent in &parents {
             ctx.rec().add_edge(parent, &id(i));
         }
         dag.add_node(&id(i), question, parents, 0);
     }
-    let sinks: Vec<String> =
-        (0..questions.len()).filter(|i| !preds.iter().any(|p| p.contains(i))).map(id).collect();
+    let sinks: Vec<String> = (0..questions.len()).filter(|i| !preds.iter().any(|p| p.contains(i))).map(id).collect();
     for sink in &sinks {
         ctx.rec().add_edge(sink, SINK);
     }

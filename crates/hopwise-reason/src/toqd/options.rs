@@ -85,13 +85,19 @@ impl ToqdOptions {
         if !(self.read_temperature > 0.0 && self.read_temperature <= 2.0) {
             return invalid(format!("read_temperature = {}: must be in (0, 2]", self.read_temperature));
         }
-        for (name, value) in [("min_confidence", self.min_confidence), ("answer_first_confidence", self.answer_first_confidence)] {
+        for (name, value) in
+            [("min_confidence", self.min_confidence), ("answer_first_confidence", self.answer_first_confidence)]
+        {
             if !(0.0..=1.0).contains(&value) {
                 return invalid(format!("{name} = {value}: must be in [0, 1]"));
             }
         }
         if !(1..=crate::protocol::plan::MAX_STEPS).contains(&self.max_steps) {
-            return invalid(format!("max_steps = {}: must be 1 to {}", self.max_steps, crate::protocol::plan::MAX_STEPS));
+            return invalid(format!(
+                "max_steps = {}: must be 1 to {}",
+                self.max_steps,
+                crate::protocol::plan::MAX_STEPS
+            ));
         }
         if self.gate != NodeGate::Uncertainty {
             return Ok(None);
@@ -143,7 +149,9 @@ impl Default for PaperOptions {
 impl PaperOptions {
     pub fn validate(&self, strategy: &str) -> Result<()> {
         if self.max_subquestions == 0 {
-            return Err(ReasonError::InvalidOption(format!("strategy `{strategy}`: max_subquestions must be at least 1")));
+            return Err(ReasonError::InvalidOption(format!(
+                "strategy `{strategy}`: max_subquestions must be at least 1"
+            )));
         }
         Ok(())
     }

@@ -105,7 +105,13 @@ fn answer_or_no(reply: &str) -> Option<String> {
 impl ToqdPaper {
     /// Decompose → critique → construct. `decompose_prompt` is the rendered decomposition prompt
     /// (the question's, or a node's with what it has found). `None` when nothing could be read.
-    async fn plan(&self, ctx: &Ctx, node: Option<&str>, question: &str, decompose_prompt: String) -> Result<Option<Plan>> {
+    async fn plan(
+        &self,
+        ctx: &Ctx,
+        node: Option<&str>,
+        question: &str,
+        decompose_prompt: String,
+    ) -> Result<Option<Plan>> {
         let stage = node.map_or_else(|| "decompose".to_string(), |n| format!("decompose:{n}"));
         let list_grammar = Some(grammars::NUMBERED_QUESTIONS.to_string());
         let reply =
@@ -114,7 +120,12 @@ impl ToqdPaper {
         let cut_off = reply.choices.first().and_then(|c| c.finish_reason.as_deref()) == Some("length");
         if cut_off && listed.last().is_some_and(|last| !last.trim_end().ends_with('?')) {
             let last = listed.pop().unwrap_or_default();
-            repair(ctx, &stage, "drop_cut_off_subquestion", format!("`{last}` (the reply ran out of tokens inside it)"));
+            repair(
+                ctx,
+                &stage,
+                "drop_cut_off_subquestion",
+                format!("`{last}` (the reply ran out of tokens inside it)"),
+            );
         }
         let mut questions = self.kept_items(ctx, &stage, question, listed);
         if questions.is_empty() {
@@ -122,7 +133,12 @@ impl ToqdPaper {
             return Ok(None);
         }
         if questions.len() > self.opts.max_subquestions {
-            repair(ctx, &stage, "truncate_subquestions", format!("kept the first {} of {}", self.opts.max_subquestions, questions.len()));
+            repair(
+                ctx,
+                &stage,
+                "truncate_subquestions",
+                format!("kept the first {} of {}", self.opts.max_subquestions, questions.len()),
+            );
             questions.truncate(self.opts.max_subquestions);
         }
         if self.opts.critique && questions.len() > 1 {
@@ -282,21 +298,32 @@ impl ToqdPaper {
             let prompt = if task.has_parents && !task.dialog.is_empty() {
                 ctx.render(
                     "toqd_decompose_internal",
-                    &[("dialog", &format_dialog(&task.dialog)), ("question", &question), ("passages", &format_passages(&passages))],
+                    &[
+                        ("dialog", &format_dialog(&task.dialog)),
+                        ("question", &question),
+                        ("passages", &format_passages(&passages)),
+                    ],
                 )?
             } else {
-                ctx.render("toqd_decompose_leaf", &[("question", &question), ("passages", &format_passages(&passages))])?
+                ctx.render(
+                    "toqd_decompose_leaf",
+                    &[("question", &question), ("passages", &format_passages(&passages))],
+                )?
             };
             if let Some(plan) = self.plan(ctx, Some(id), &question, prompt).await? {
                 let repeats = plan.questions.len() == 1
-                    && hopwise_core::text::normalize_answer(&plan.questions[0]) == hopwise_core::text::normalize_answer(&question);
+                    && hopwise_core::text::normalize_answer(&plan.questions[0])
+                        == hopwise_core::text::normalize_answer(&question);
                 if !repeats {
                     ctx.rec().update_node(id, |n| n.decision = Decision::Decomposed);
                     return Ok(NodeOutcome::Expand(plan.child_graph()));
                 }
             }
         } else {
-            ctx.rec().note(format!("node {id}: {} reached; answering best-effort", if deep { "max_depth" } else { "r_max" }));
+            ctx.rec().note(format!(
+                "node {id}: {} reached; answering best-effort",
+                if deep { "max_depth" } else { "r_max" }
+            ));
         }
         let reply = ctx
             .complete_with(
@@ -327,7 +354,11 @@ impl ToqdPaper {
                 "rewrite",
                 Some(&task.id),
                 "toqd_rewrite",
-                &[("dialog", &format_dialog(&task.dialog)), ("question", &task.question), ("main_question", main_question)],
+                &[
+                    ("dialog", &format_dialog(&task.dialog)),
+                    ("question", &task.question),
+                    ("main_question", main_question),
+                ],
                 self.params(ctx, REWRITE_TOKENS, None),
             )
             .await?;
@@ -359,16 +390,19 @@ impl ToqdPaper {
             Err(e) if e.is_fatal() => return Err(e),
             Err(e) => {
                 ctx.rec().best_effort(format!("summary failed: {e}; using the last node's answer"));
-                return Ok(Answer { text: last, rationale: None });
+                return Ok(super::Toqd::fall_back(ctx, last));
             }
         };
         let (answer, rationale) = answer_with_reason(&reply);
-        let answer = if parse::is_unanswered(&answer) || answer.is_empty() {
-            repair(ctx, "summary", "summary_unanswered", format!("the summary gave no answer; using the last node's answer `{last}`"));
-            last
-        } else {
-            answer
-        };
+        if parse::is_unanswered(&answer) || answer.is_empty() {
+            repair(
+                ctx,
+                "summary",
+                "summary_unanswered",
+                format!("the summary gave no answer; using the last node's answer `{last}`"),
+            );
+            return Ok(super::Toqd::fall_back(ctx, last));
+        }
         ctx.rec().update_node(SINK, |n| {
             n.decision = Decision::Known;
             n.answer = Some(answer.clone());

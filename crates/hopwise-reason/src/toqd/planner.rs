@@ -8,7 +8,10 @@ use hopwise_core::{GenParams, Repair};
 
 use super::Toqd;
 use crate::ctx::Ctx;
-use crate::details::{self, toqd::{PlanRecord, ToqdNode}};
+use crate::details::{
+    self,
+    toqd::{PlanRecord, ToqdNode},
+};
 use crate::error::Result;
 use crate::protocol::plan::{self, AnswerType, FinalOp, QuestionPlan};
 

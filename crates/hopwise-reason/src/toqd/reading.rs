@@ -6,13 +6,16 @@ use hopwise_core::text::normalize_answer;
 use hopwise_core::{GenParams, Passage};
 
 use crate::ctx::{format_passages, Ctx};
-use crate::details::{self, toqd::{ReadingRecord, ToqdNode}};
+use crate::details::{
+    self,
+    toqd::{ReadingRecord, ToqdNode},
+};
 use crate::error::Result;
-use crate::vote::{weighted_vote, Vote};
 use crate::protocol::answer::short_answer;
 use crate::protocol::is_unanswered;
 use crate::protocol::plan::AnswerType;
 use crate::protocol::values;
+use crate::vote::{weighted_vote, Vote};
 
 /// Output cap of one reading, so a model that runs on cannot stall a node.
 pub(super) const ANSWER_TOKENS: u32 = 64;
@@ -211,7 +214,10 @@ pub(super) fn vote(readings: &[Option<String>]) -> Vote {
                 .iter()
                 .zip(&normalized)
                 .filter(|(_, other)| {
-                    !other.is_empty() && other.len() < mine.len() && contains_words(mine, other) && !drops_year(other, mine)
+                    !other.is_empty()
+                        && other.len() < mine.len()
+                        && contains_words(mine, other)
+                        && !drops_year(other, mine)
                 })
                 .min_by_key(|(_, other)| other.len())
                 .and_then(|(shorter, _)| shorter.clone())
@@ -302,7 +308,12 @@ mod tests {
         assert!((v.confidence - 2.0 / 3.0).abs() < 1e-9, "whole words only");
         let v = vote(&[some("11 July"), some("11 July 1990"), some("11 July 1990")]);
         assert_eq!(v.answer, "11 July 1990", "a date keeps its year");
-        let v = vote(&[some("1,600 pubs and bars"), some("pubs"), some("1,600 pubs and bars."), some("around 1,600 pubs and bars")]);
+        let v = vote(&[
+            some("1,600 pubs and bars"),
+            some("pubs"),
+            some("1,600 pubs and bars."),
+            some("around 1,600 pubs and bars"),
+        ]);
         assert_eq!(v.answer, "1,600 pubs and bars", "the form most samples gave");
         assert!((v.confidence - 1.0).abs() < 1e-9);
     }

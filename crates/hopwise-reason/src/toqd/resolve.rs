@@ -8,7 +8,10 @@ use hopwise_core::{Decision, GenParams, Passage};
 use super::reading::{self, Expect, Form, Reading, Settled, ANSWER_TOKENS};
 use super::{NodeGate, QuestionState, Toqd};
 use crate::ctx::{format_dialog, take_one, Ctx};
-use crate::details::{self, toqd::{GateDecision, GateRecord, ToqdNode}};
+use crate::details::{
+    self,
+    toqd::{GateDecision, GateRecord, ToqdNode},
+};
 use crate::error::Result;
 use crate::executor::{ChildGraph, NodeOutcome, NodeTask, Phase};
 use crate::protocol::plan::{self, AnswerType, FinalOp};
@@ -21,7 +24,13 @@ const RESTATES_QUESTION: f64 = 0.8;
 impl Toqd {
     /// Resolves one node visit. A degrading error leaves the node unresolved with an empty answer
     /// and a note; a fatal one is kept for the question to return.
-    pub(super) async fn resolve(&self, ctx: &Ctx, main_question: &str, task: NodeTask, state: &QuestionState) -> NodeOutcome {
+    pub(super) async fn resolve(
+        &self,
+        ctx: &Ctx,
+        main_question: &str,
+        task: NodeTask,
+        state: &QuestionState,
+    ) -> NodeOutcome {
         match self.try_resolve(ctx, main_question, &task, state).await {
             Ok(outcome) => outcome,
             Err(e) if e.is_fatal() => {
@@ -40,7 +49,13 @@ impl Toqd {
         }
     }
 
-    async fn try_resolve(&self, ctx: &Ctx, main_question: &str, task: &NodeTask, state: &QuestionState) -> Result<NodeOutcome> {
+    async fn try_resolve(
+        &self,
+        ctx: &Ctx,
+        main_question: &str,
+        task: &NodeTask,
+        state: &QuestionState,
+    ) -> Result<NodeOutcome> {
         let id = task.id.as_str();
         if task.phase == Phase::Aggregate {
             return self.aggregate(ctx, task, state).await;
@@ -63,7 +78,9 @@ impl Toqd {
                 .filter(|_| uncertainty::jaccard(&question, main_question) >= RESTATES_QUESTION);
             let reading = match reuse {
                 Some(reading) => {
-                    ctx.rec().note(format!("node {id}: asks the question itself; its reading of the question's passages is the question's"));
+                    ctx.rec().note(format!(
+                        "node {id}: asks the question itself; its reading of the question's passages is the question's"
+                    ));
                     reading.clone()
                 }
                 None => {
@@ -80,8 +97,8 @@ impl Toqd {
 
         // A search of the node's own: always when the question's search found nothing, else
         // within `max_node_searches`.
-        let may_search =
-            self.with_retrieval && (state.evidence.is_empty() || take_one(&state.node_searches, self.opts.max_node_searches));
+        let may_search = self.with_retrieval
+            && (state.evidence.is_empty() || take_one(&state.node_searches, self.opts.max_node_searches));
         if may_search {
             let passages: Vec<Passage> = ctx.retrieve(Some(id), &question, ctx.k()).await?;
             let found = passages.clone();
@@ -93,7 +110,8 @@ impl Toqd {
                 }
             });
             let prompt = reading::reading_prompt(ctx, &question, &passages, expect)?;
-            let reading = reading::sample_reading(ctx, id, "read_own_search", prompt, &question, expect, sampling).await?;
+            let reading =
+                reading::sample_reading(ctx, id, "read_own_search", prompt, &question, expect, sampling).await?;
             if let Some(settled) = reading.accept(ctx, id, self.opts.min_confidence) {
                 return Ok(settle(ctx, id, state, Decision::Retrieved, question, settled));
             }
@@ -126,16 +144,19 @@ impl Toqd {
             NodeGate::No => {
                 let format = reading::answer_format(ctx, expect)?;
                 let prompt = ctx.render("toqd_self_verify", &[("question", question), ("answer_format", &format)])?;
-                let params = GenParams { max_tokens: ctx.params().max_tokens.min(ANSWER_TOKENS), ..ctx.params().clone() };
+                let params =
+                    GenParams { max_tokens: ctx.params().max_tokens.min(ANSWER_TOKENS), ..ctx.params().clone() };
                 let reply = ctx.chat("self_verify", Some(id), prompt, params).await?;
-                Ok(reading::read_answer(reply.text(), question, expect).map(|answer| Settled { answer, confidence: None }))
+                Ok(reading::read_answer(reply.text(), question, expect)
+                    .map(|answer| Settled { answer, confidence: None }))
             }
             NodeGate::Uncertainty => {
                 let Some(gate) = &self.gate else { return Ok(None) };
                 let format = reading::answer_format(ctx, expect)?;
                 let prompt = ctx.render("toqd_recall", &[("question", question), ("answer_format", &format)])?;
                 let replies =
-                    gate::sample(ctx, id, "uncertainty_samples", &prompt, gate, ANSWER_TOKENS, |t| t.to_string()).await?;
+                    gate::sample(ctx, id, "uncertainty_samples", &prompt, gate, ANSWER_TOKENS, |t| t.to_string())
+                        .await?;
                 let readings: Vec<Option<String>> =
                     replies.iter().map(|r| reading::read_answer(r, question, expect)).collect();
                 let estimate = gate::estimate(ctx, id, gate, None, &reading::comparable(&readings)).await;
@@ -160,22 +181,33 @@ impl Toqd {
     /// A child graph for a node nothing settled: the typed plan of its question, within
     /// `max_expansions`, the budget's `r_max` and `max_depth`. `None` when none is allowed or the
     /// plan would only repeat the node.
-    async fn expand(&self, ctx: &Ctx, task: &NodeTask, question: &str, state: &QuestionState) -> Result<Option<ChildGraph>> {
+    async fn expand(
+        &self,
+        ctx: &Ctx,
+        task: &NodeTask,
+        question: &str,
+        state: &QuestionState,
+    ) -> Result<Option<ChildGraph>> {
         if self.opts.max_expansions == 0 {
             return Ok(None);
         }
         let id = task.id.as_str();
-        if task.depth >= ctx.budget().max_depth || !take_one(&state.expansions, self.opts.max_expansions) || !ctx.try_expand() {
+        if task.depth >= ctx.budget().max_depth
+            || !take_one(&state.expansions, self.opts.max_expansions)
+            || !ctx.try_expand()
+        {
             ctx.rec().note(format!("node {id}: no decomposition left (max_expansions, r_max or max_depth)"));
             return Ok(None);
         }
         let child = self.plan_for(ctx, id, question).await?;
         let repeats = child.steps.len() == 1
-            && hopwise_core::text::normalize_answer(&child.steps[0].question) == hopwise_core::text::normalize_answer(question);
+            && hopwise_core::text::normalize_answer(&child.steps[0].question)
+                == hopwise_core::text::normalize_answer(question);
         if repeats {
             return Ok(None);
         }
-        let edges = child.needs.iter().enumerate().flat_map(|(i, needs)| needs.iter().map(move |&j| (j + 1, i + 1))).collect();
+        let edges =
+            child.needs.iter().enumerate().flat_map(|(i, needs)| needs.iter().map(move |&j| (j + 1, i + 1))).collect();
         state.set_child_types(id, child.steps.iter().map(|s| s.answer_type).collect());
         Ok(Some(ChildGraph { questions: child.steps.into_iter().map(|s| s.question).collect(), edges }))
     }
@@ -233,7 +265,14 @@ fn filled(ctx: &Ctx, task: &NodeTask, state: &QuestionState) -> String {
 }
 
 /// Marks node `id` answered and returns the executor's outcome.
-fn settle(ctx: &Ctx, id: &str, state: &QuestionState, decision: Decision, question: String, settled: Settled) -> NodeOutcome {
+fn settle(
+    ctx: &Ctx,
+    id: &str,
+    state: &QuestionState,
+    decision: Decision,
+    question: String,
+    settled: Settled,
+) -> NodeOutcome {
     let Settled { answer, confidence } = settled;
     state.set_answer(id, &answer);
     ctx.rec().update_node(id, |n| {

@@ -8,7 +8,10 @@ use hopwise_core::{Decision, GenParams, Passage, Repair};
 use super::reading::{self, Expect};
 use super::Toqd;
 use crate::ctx::{format_dialog, format_passages, Ctx};
-use crate::details::{self, toqd::{SummaryRecord, ToqdNode}};
+use crate::details::{
+    self,
+    toqd::{SummaryRecord, ToqdNode},
+};
 use crate::error::Result;
 use crate::executor::Dag;
 use crate::protocol::answer::answer_with_reason;
@@ -35,11 +38,8 @@ impl Toqd {
         let settled = |id: &str| !ctx.rec().node(id).is_some_and(|n| n.best_effort);
         let any_settled = answered.iter().any(|(id, _, _)| settled(id));
         let last_answer = answered.last().map(|(_, _, a)| a.clone()).unwrap_or_default();
-        let dialog: Vec<(String, String)> = answered
-            .into_iter()
-            .filter(|(id, _, _)| !any_settled || settled(id))
-            .map(|(_, q, a)| (q, a))
-            .collect();
+        let dialog: Vec<(String, String)> =
+            answered.into_iter().filter(|(id, _, _)| !any_settled || settled(id)).map(|(_, q, a)| (q, a)).collect();
 
         let options = plan.final_op.options();
         let expect = Expect {
@@ -71,7 +71,7 @@ impl Toqd {
             Err(e) if e.is_fatal() => return Err(e),
             Err(e) => {
                 ctx.rec().best_effort(format!("summary failed: {e}; using the last node's answer"));
-                return Ok(Answer { text: last_answer, rationale: None });
+                return Ok(Self::fall_back(ctx, last_answer));
             }
         };
         let parsed: Vec<(Option<String>, Option<String>)> = reply
@@ -111,7 +111,7 @@ impl Toqd {
                 ctx.rec().best_effort(format!(
                     "no summary reading had the expected answer type and no node answered; answering with the summary's text `{text}`"
                 ));
-                return Ok(Answer { text, rationale: None });
+                return Ok(Self::fall_back(ctx, text));
             }
         }
         if vote.answer.is_empty() {
@@ -120,7 +120,7 @@ impl Toqd {
                 rule: "summary_unanswered".into(),
                 detail: format!("the summary gave no answer; using the last node's answer `{last_answer}`"),
             });
-            return Ok(Answer { text: last_answer, rationale: None });
+            return Ok(Self::fall_back(ctx, last_answer));
         }
         let winner = hopwise_core::text::normalize_answer(&vote.answer);
         let rationale = parsed

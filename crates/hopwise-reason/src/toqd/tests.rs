@@ -97,7 +97,12 @@ fn comparing_model(plan: String) -> ScriptedLlm {
 #[tokio::test]
 async fn a_comparison_is_decided_in_code_from_the_option_values() {
     let q = "Which bridge opened later, Kessler Bridge or Amberline Bridge?";
-    let plan = compare_plan("Kessler Bridge", "Amberline Bridge", "When did Kessler Bridge open?", "When did Amberline Bridge open?");
+    let plan = compare_plan(
+        "Kessler Bridge",
+        "Amberline Bridge",
+        "When did Kessler Bridge open?",
+        "When did Amberline Bridge open?",
+    );
     let t = ask("toqd", StrategyOptions::default(), comparing_model(plan), q).await;
     assert_eq!(t.answer, "Amberline Bridge");
     assert_eq!(purposes(&t), ["plan", "read", "read"], "no summary: the dates decided");
@@ -172,7 +177,11 @@ async fn a_sure_reading_of_the_question_answers_it_before_the_graph() {
 fn unsure_then_sure(answer: &'static str) -> impl Fn(&str, u32) -> String + Send + Sync + 'static {
     let requests = std::sync::atomic::AtomicUsize::new(0);
     move |_, i| {
-        let request = if i == 0 { requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst) } else { requests.load(std::sync::atomic::Ordering::SeqCst) - 1 };
+        let request = if i == 0 {
+            requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        } else {
+            requests.load(std::sync::atomic::Ordering::SeqCst) - 1
+        };
         if request > 0 || i == 0 {
             answer.to_string()
         } else {
@@ -197,10 +206,13 @@ async fn an_unsure_node_searches_once_with_its_own_question() {
     assert!(!node.best_effort);
 
     // With no node search left, the node keeps its leading reading as a best effort.
-    let llm = ScriptedLlm::new()
-        .on(PLAN, plan)
-        .on(SUMMARY, "Answer: Mara Quill\nReason: r")
-        .on_fn(READ, |_, i| if i == 0 { "Mara Quill".into() } else { "NO!".into() });
+    let llm = ScriptedLlm::new().on(PLAN, plan).on(SUMMARY, "Answer: Mara Quill\nReason: r").on_fn(READ, |_, i| {
+        if i == 0 {
+            "Mara Quill".into()
+        } else {
+            "NO!".into()
+        }
+    });
     let mut opts = opts();
     opts.set("max_node_searches", serde_json::json!(0));
     let t = ask("toqd", opts, llm, q).await;
@@ -214,7 +226,11 @@ async fn all_and_select_read_yes_or_no_per_option() {
     let q = "Are Kessler Bridge and Amberline Bridge both suspension bridges?";
     let plan = r#"{"op":"all","steps":[{"question":"Is Kessler Bridge a suspension bridge?","answer_type":"yes_no"},{"question":"Is Amberline Bridge a suspension bridge?","answer_type":"yes_no"}],"options":[{"option":"Kessler Bridge","step":1},{"option":"Amberline Bridge","step":2}]}"#;
     let llm = ScriptedLlm::new().on(PLAN, plan).on_fn(READ, |p, _| {
-        if p.rsplit("Question:").next().unwrap_or_default().contains("Kessler") { "yes".into() } else { "no".into() }
+        if p.rsplit("Question:").next().unwrap_or_default().contains("Kessler") {
+            "yes".into()
+        } else {
+            "no".into()
+        }
     });
     let t = ask("toqd", StrategyOptions::default(), llm, q).await;
     assert_eq!(t.answer, "no");
@@ -223,7 +239,11 @@ async fn all_and_select_read_yes_or_no_per_option() {
     let q = "Which bridge is a suspension bridge, Kessler Bridge or Amberline Bridge?";
     let plan = plan.replace("\"all\"", "\"select\"");
     let llm = ScriptedLlm::new().on(PLAN, &plan).on_fn(READ, |p, _| {
-        if p.rsplit("Question:").next().unwrap_or_default().contains("Kessler") { "no".into() } else { "Yes.".into() }
+        if p.rsplit("Question:").next().unwrap_or_default().contains("Kessler") {
+            "no".into()
+        } else {
+            "Yes.".into()
+        }
     });
     let t = ask("toqd", StrategyOptions::default(), llm, q).await;
     assert_eq!(t.answer, "Amberline Bridge");
@@ -232,11 +252,19 @@ async fn all_and_select_read_yes_or_no_per_option() {
 #[tokio::test]
 async fn undecided_options_fall_back_to_a_summary_that_names_one_of_them() {
     let q = "Which bridge opened later, Kessler Bridge or Amberline Bridge?";
-    let plan = compare_plan("Kessler Bridge", "Amberline Bridge", "When did Kessler Bridge open?", "When did Amberline Bridge open?");
-    let llm = ScriptedLlm::new()
-        .on(PLAN, &plan)
-        .on(READ, "NO!")
-        .on_fn(SUMMARY, |_, i| if i < 3 { "Answer: the Amberline Bridge, in 1958\nReason: r".into() } else { "Answer: 1958\nReason: r".into() });
+    let plan = compare_plan(
+        "Kessler Bridge",
+        "Amberline Bridge",
+        "When did Kessler Bridge open?",
+        "When did Amberline Bridge open?",
+    );
+    let llm = ScriptedLlm::new().on(PLAN, &plan).on(READ, "NO!").on_fn(SUMMARY, |_, i| {
+        if i < 3 {
+            "Answer: the Amberline Bridge, in 1958\nReason: r".into()
+        } else {
+            "Answer: 1958\nReason: r".into()
+        }
+    });
     let t = ask("toqd", StrategyOptions::default(), llm, q).await;
     assert_eq!(t.answer, "Amberline Bridge", "only readings naming an option vote, as that option");
     let decision = sink_detail(&t).decision.expect("recorded");
@@ -260,9 +288,18 @@ async fn an_unreadable_plan_answers_the_question_as_one_step() {
 #[tokio::test]
 async fn toqd_noir_answers_nodes_closed_book() {
     let q = "Which bridge opened later, Kessler Bridge or Amberline Bridge?";
-    let plan = compare_plan("Kessler Bridge", "Amberline Bridge", "When did Kessler Bridge open?", "When did Amberline Bridge open?");
+    let plan = compare_plan(
+        "Kessler Bridge",
+        "Amberline Bridge",
+        "When did Kessler Bridge open?",
+        "When did Amberline Bridge open?",
+    );
     let llm = ScriptedLlm::new().on(PLAN, &plan).on_fn(RECALL, |p, _| {
-        if p.rsplit("Question:").next().unwrap_or_default().contains("Kessler") { "1931".into() } else { "1958-01".into() }
+        if p.rsplit("Question:").next().unwrap_or_default().contains("Kessler") {
+            "1931".into()
+        } else {
+            "1958-01".into()
+        }
     });
     let t = ask_with("toqd-noir", StrategyOptions::default(), llm, None, Budget::default(), q).await;
     assert_eq!(t.answer, "Amberline Bridge");
@@ -274,10 +311,8 @@ async fn toqd_noir_answers_nodes_closed_book() {
 async fn the_gate_answers_a_node_the_model_knows_without_reading() {
     let q = "Who wrote The Glass Orchard?";
     let plan = r#"{"op":"answer","answer_type":"person","steps":[{"question":"Who wrote The Glass Orchard?","answer_type":"person"}]}"#;
-    let llm = ScriptedLlm::new()
-        .on(PLAN, plan)
-        .on(SELF_VERIFY, "Mara Quill")
-        .on(SUMMARY, "Answer: Mara Quill\nReason: r");
+    let llm =
+        ScriptedLlm::new().on(PLAN, plan).on(SELF_VERIFY, "Mara Quill").on(SUMMARY, "Answer: Mara Quill\nReason: r");
     let opts = options(&[("answer_first", serde_json::json!(false)), ("gate", serde_json::json!("no"))]);
     let t = ask("toqd", opts, llm, q).await;
     let node = t.nodes.iter().find(|n| n.id == "1").expect("node 1");
@@ -304,6 +339,10 @@ async fn bad_options_are_refused() {
 // The paper's preset
 
 fn paper_model() -> ScriptedLlm {
+    paper_model_summarising("Answer: Lisbon\nReason: r")
+}
+
+fn paper_model_summarising(summary: &'static str) -> ScriptedLlm {
     ScriptedLlm::new()
         .on(DECOMPOSE_NODE, "1. Who is Mara Quill's mother?")
         .on(DECOMPOSE, "1. Who wrote The Glass Orchard?\n2. Where was that writer born?")
@@ -324,7 +363,7 @@ fn paper_model() -> ScriptedLlm {
             }
         })
         .on(READ, "NO!")
-        .on(SUMMARY, "Answer: Lisbon\nReason: r")
+        .on(SUMMARY, summary)
         .on(AGGREGATE, "Lisbon")
 }
 
@@ -342,7 +381,9 @@ async fn the_paper_preset_runs_no_retrieve_no_decompose() {
     assert_eq!(t.stats.retrieval_rounds, 1, "only node 2 searched");
     assert_eq!(t.answer, "Lisbon");
     let calls = purposes(&t);
-    for step in ["decompose", "critique", "construct", "rewrite", "self_verify", "self_verify_context", "aggregate", "summary"] {
+    for step in
+        ["decompose", "critique", "construct", "rewrite", "self_verify", "self_verify_context", "aggregate", "summary"]
+    {
         assert!(calls.contains(&step.to_string()), "{step}: {calls:?}");
     }
     assert!(!calls.contains(&"plan".to_string()), "no typed plan in the paper's flow");
@@ -368,7 +409,15 @@ async fn the_papers_ablations_switch_its_steps_off() {
         ("self_verify", serde_json::json!(false)),
     ]);
     let budget = Budget { r_max: 0, ..Budget::default() };
-    let t = ask_with("toqd-paper", opts, paper_model().on("Give your best short answer", "Lisbon"), Some(corpus()), budget, q).await;
+    let t = ask_with(
+        "toqd-paper",
+        opts,
+        paper_model().on("Give your best short answer", "Lisbon"),
+        Some(corpus()),
+        budget,
+        q,
+    )
+    .await;
     let calls = purposes(&t);
     for step in ["critique", "construct", "rewrite", "self_verify"] {
         assert!(!calls.contains(&step.to_string()), "{step}: {calls:?}");
@@ -392,4 +441,34 @@ async fn a_summary_of_the_wrong_type_is_a_best_effort_answer_when_nothing_else_a
 
     let t = ask("toqd", StrategyOptions::default(), model("Answer: NO!\nReason: r"), q).await;
     assert_eq!(t.answer, "", "a summary that declines gives no answer");
+}
+
+/// A summary that gives no answer falls back on the last node's answer, and `Q` says so: it is
+/// unresolved and best-effort, never left pending (in both presets).
+#[tokio::test]
+async fn a_summary_without_an_answer_leaves_q_unresolved_with_the_last_nodes_answer() {
+    let q = "In which city was the author of The Glass Orchard born?";
+    let plan = r##"{"op":"answer","answer_type":"place","steps":[{"question":"Who wrote The Glass Orchard?","answer_type":"person"},{"question":"In which city was #1 born?","answer_type":"place"}]}"##;
+    let llm = ScriptedLlm::new().on(PLAN, plan).on(SUMMARY, "Answer: NO!\nReason: r").on_fn(READ, |prompt, _| {
+        let asked = prompt.rsplit("Question:").next().unwrap_or_default();
+        if asked.contains("Who wrote") {
+            "Mara Quill".into()
+        } else if asked.contains("Mara Quill") {
+            "Lisbon".into()
+        } else {
+            "NO!".into()
+        }
+    });
+    let paper = paper_model_summarising("Answer: NO!\nReason: r");
+    for t in [
+        ask("toqd", StrategyOptions::default(), llm, q).await,
+        ask("toqd-paper", StrategyOptions::default(), paper, q).await,
+    ] {
+        assert_eq!(t.answer, "Lisbon", "{}", t.strategy);
+        assert!(t.repairs.iter().any(|r| r.rule == "summary_unanswered"), "{}: {:?}", t.strategy, t.repairs);
+        let sink = t.node("Q").expect("Q");
+        assert_eq!((sink.decision, sink.best_effort), (Decision::Unresolved, true), "{}", t.strategy);
+        assert_eq!(sink.answer.as_deref(), Some("Lisbon"));
+        assert!(t.nodes.iter().all(|n| n.decision != Decision::Pending), "{}: {:?}", t.strategy, t.nodes);
+    }
 }

@@ -7,7 +7,6 @@ use crate::error::{ReasonError, Result};
 use crate::gate::{GateSettings, Similarity, UncertaintyGate};
 use crate::uncertainty::Estimator;
 
-
 /// Options of `uar`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -8,8 +8,11 @@ use serde_json::Value;
 use hopwise_core::Error as CoreError;
 
 use super::*;
+use crate::details::{
+    self,
+    sentence::{SentenceNode, StepDecision, StepGate},
+};
 use crate::strategy::{build, run, StrategyOptions};
-use crate::details::{self, sentence::{SentenceNode, StepDecision, StepGate}};
 use crate::uncertainty::{degree_uncertainty, jaccard_matrix, Estimator};
 
 /// Needles that identify each prompt.
@@ -92,7 +95,9 @@ fn step(trace: &Trace, id: &str) -> SentenceNode {
 /// What the uncertainty gate recorded on step `id`: samples, similarity source and `U`.
 fn measured(trace: &Trace, id: &str) -> (Vec<String>, String, f64) {
     match step(trace, id).gate {
-        StepGate::Uncertainty { samples, similarity_source, uncertainty, .. } => (samples, similarity_source, uncertainty),
+        StepGate::Uncertainty { samples, similarity_source, uncertainty, .. } => {
+            (samples, similarity_source, uncertainty)
+        }
         other => panic!("step {id} was not gated by uncertainty: {other:?}"),
     }
 }
@@ -193,7 +198,10 @@ async fn retrieves_exactly_when_uncertainty_exceeds_the_threshold() {
         let got = measured(&trace, "1").2;
         assert!((got - u).abs() < 1e-12);
         assert_eq!(trace.stats.retrieval_rounds == 1, expect_retrieval, "θ = {threshold}, U = {u}");
-        assert_eq!(step(&trace, "1").decision, if expect_retrieval { StepDecision::Retrieve } else { StepDecision::Accept });
+        assert_eq!(
+            step(&trace, "1").decision,
+            if expect_retrieval { StepDecision::Retrieve } else { StepDecision::Accept }
+        );
     }
 }
 
@@ -439,7 +447,10 @@ async fn flare_direct_searches_for_an_unlikely_sentence_with_its_unlikely_tokens
     assert_eq!(retriever.queries(), vec!["Where was the director of Film X born?", "Film X was directed by Jane"]);
     let first = step(&trace, "1");
     assert_eq!(first.decision, StepDecision::Retrieve);
-    assert_eq!((first.temporary.as_str(), first.sentence.as_str()), ("Film X was directed by Jane Roe.", "Film X was directed by Jane Doe."));
+    assert_eq!(
+        (first.temporary.as_str(), first.sentence.as_str()),
+        ("Film X was directed by Jane Roe.", "Film X was directed by Jane Doe.")
+    );
     match first.gate {
         StepGate::Confidence { lowest_probability, theta, tokens } => {
             assert!((lowest_probability.expect("tokens") - 0.2).abs() < 1e-6 && (theta - 0.8).abs() < 1e-9);
@@ -461,7 +472,13 @@ async fn flare_direct_searches_for_an_unlikely_sentence_with_its_unlikely_tokens
 #[tokio::test]
 async fn flare_direct_without_token_probabilities_stops_or_falls_back_as_told() {
     let llm = ScriptedLlm::new()
-        .on_fn(FLARE, |p, _| if first_step(p) { "Film X was directed by Jane Doe.".into() } else { "So the answer is: Lyon.".into() })
+        .on_fn(FLARE, |p, _| {
+            if first_step(p) {
+                "Film X was directed by Jane Doe.".into()
+            } else {
+                "So the answer is: Lyon.".into()
+            }
+        })
         .on(NEXT, "Film X was directed by Jane Doe.")
         .without_probabilities();
     let s = build("flare-direct", &StrategyOptions::default()).expect("valid");

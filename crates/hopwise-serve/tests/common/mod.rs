@@ -27,7 +27,10 @@ pub fn toqd_model() -> ScriptedLlm {
         .on("Rewrite the question below", "Who was the drummer of Rush?")
         .on_fn("from your own knowledge", |p, _| if p.contains("Counterparts") { "Rush".into() } else { "NO!".into() })
         // The question itself is not settled by one reading (so ToQD plans); its steps are.
-        .on_fn("Using the passages, answer", |p, _| if p.contains(QUESTION) { "NO!".into() } else { "Neil Peart".into() })
+        .on_fn(
+            "Using the passages, answer",
+            |p, _| if p.contains(QUESTION) { "NO!".into() } else { "Neil Peart".into() },
+        )
         .on(
             "Reply in exactly this form",
             "Answer: Rush\nReason: Rush released Counterparts and Neil Peart drummed for it.",

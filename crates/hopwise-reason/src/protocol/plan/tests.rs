@@ -51,7 +51,9 @@ fn references_to_the_step_itself_or_later_ones_are_not_dependencies() {
 
 #[test]
 fn an_unreadable_plan_is_the_question_as_one_step() {
-    for reply in ["1. Who?\n2. What?", "{\"op\":\"answer\"}", "{\"op\":\"answer\",\"answer_type\":\"person\",\"steps\":[]}", ""] {
+    for reply in
+        ["1. Who?\n2. What?", "{\"op\":\"answer\"}", "{\"op\":\"answer\",\"answer_type\":\"person\",\"steps\":[]}", ""]
+    {
         let (plan, repairs) = read(reply, "Who directed Jaws?");
         assert_eq!(repairs, ["plan_unreadable"], "{reply}");
         assert_eq!(plan.steps[0].question, "Who directed Jaws?");
@@ -101,7 +103,17 @@ fn every_plan_the_grammar_admits_reads_without_repairs() {
         assert!(repairs.is_empty(), "{reply}: {repairs:?}");
     }
     let grammar = grammar();
-    for rule in ["root ::=", "answer ::=", "compare ::=", "all ::=", "select ::=", "step ::=", "option ::=", "type ::=", "pick ::="] {
+    for rule in [
+        "root ::=",
+        "answer ::=",
+        "compare ::=",
+        "all ::=",
+        "select ::=",
+        "step ::=",
+        "option ::=",
+        "type ::=",
+        "pick ::=",
+    ] {
         assert!(grammar.contains(rule), "{rule}");
     }
     assert!(grammar.contains("\\\"yes_no\\\""), "{grammar}");
