@@ -29,34 +29,15 @@ pub struct GlobalArgs {
     /// Configuration file (default: ./hopwise.toml when present).
     #[arg(long, global = true, env = "HOPWISE_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Data directory for models, indexes and caches.
-    #[arg(long, global = true, env = "HOPWISE_HOME")]
-    pub home: Option<PathBuf>,
-    /// Which configured model backend to use (`[llms.NAME]`).
-    #[arg(long, global = true, env = "HOPWISE_LLM")]
-    pub llm: Option<String>,
-    /// Model: a name (qwen2.5-1.5b, qwen2.5-0.5b, smollm2-135m), a GGUF path, or a served model id.
-    #[arg(long, global = true, env = "HOPWISE_MODEL")]
-    pub model: Option<String>,
-    /// Use an OpenAI-compatible server at this URL (e.g. http://127.0.0.1:8000/v1); key from $OPENAI_API_KEY.
-    #[arg(long, global = true, env = "HOPWISE_BASE_URL")]
-    pub base_url: Option<String>,
-    /// Seconds one request to an OpenAI-compatible server may take (default: the backend's, 120).
-    #[arg(long, global = true, env = "HOPWISE_LLM_TIMEOUT_SECS", value_name = "SECS")]
-    pub llm_timeout_secs: Option<f64>,
-    /// Retries of a failed request to an OpenAI-compatible server (default: the backend's, 3).
-    #[arg(long, global = true, env = "HOPWISE_LLM_MAX_RETRIES", value_name = "N")]
-    pub llm_max_retries: Option<u32>,
-    /// Retrieval backend: bm25, dense (all-MiniLM-L6-v2; needs `hopwise index --dense`), hybrid (both,
-    /// fused), or a remote engine: typesense, milvus, opensearch (see --typesense-url and friends).
-    #[arg(long, global = true, env = "HOPWISE_RETRIEVER", value_enum)]
-    pub retriever: Option<hopwise_config::RetrieverKind>,
+    /// The top-level keys every command reads (`--home`, `--llm`, `--index`, `--retriever`).
+    #[command(flatten)]
+    pub general: hopwise_config::GeneralOverrides,
+    /// The flags that edit the selected model backend.
+    #[command(flatten)]
+    pub model: hopwise_config::ModelOverrides,
     /// Where the remote engines are (`[remote]`), declared with the section.
     #[command(flatten)]
     pub remote: hopwise_config::RemoteOverrides,
-    /// Inference threads for the local model.
-    #[arg(long, global = true, env = "HOPWISE_THREADS")]
-    pub threads: Option<u32>,
     /// More log output (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -231,8 +212,9 @@ pub struct AskArgs {
     /// Strategy option, KEY=VALUE (repeatable), e.g. --opt critique=false.
     #[arg(long = "opt", value_name = "KEY=VALUE")]
     pub opts: Vec<String>,
+    /// Query-side retrieval options, declared with the top-level keys.
     #[command(flatten)]
-    pub retrieval: RetrievalFlags,
+    pub retrieval: hopwise_config::RetrievalOverrides,
     /// Print the trace as JSON on stdout and nothing else.
     #[arg(long, conflicts_with = "graph")]
     pub json: bool,
@@ -252,54 +234,22 @@ pub enum GraphArg {
 /// How a question is answered, shared by `ask` and `serve` (for `serve`, the defaults of every request).
 #[derive(Debug, Args)]
 pub struct RunFlags {
-    /// Strategy (see `hopwise strategies`).
-    #[arg(short, long, env = "HOPWISE_STRATEGY")]
-    pub strategy: Option<String>,
-    /// BM25 index directory (default: the sample index).
-    #[arg(long, env = "HOPWISE_INDEX")]
-    pub index: Option<PathBuf>,
+    /// The strategy and passages per round, declared with the top-level keys.
+    #[command(flatten)]
+    pub run: hopwise_config::RunOverrides,
     /// Do not retrieve (runs the strategy's retrieval-free mode, e.g. toqd-noir).
     #[arg(long)]
     pub no_retrieval: bool,
-    /// Passages per retrieval round.
-    #[arg(short, long)]
-    pub k: Option<usize>,
-    /// Graph expansions allowed (ToQD's r_max).
-    #[arg(long)]
-    pub r_max: Option<u32>,
-    /// Seconds a question may take; after that no model call starts and the best answer so far is
-    /// given, marked best-effort (`[budget] max_seconds`).
-    #[arg(long, value_name = "SECONDS")]
-    pub max_seconds: Option<f64>,
-    /// Prompt + completion tokens a question may use (`[budget] max_tokens`).
-    #[arg(long, value_name = "TOKENS")]
-    pub max_tokens: Option<u64>,
+    /// What a question may spend, declared with `[budget]`.
+    #[command(flatten)]
+    pub budget: hopwise_config::BudgetOverrides,
 }
 
 impl RunFlags {
     /// The configuration these flags override.
     pub fn overrides(&self) -> hopwise_config::Overrides {
-        hopwise_config::Overrides {
-            index: self.index.clone(),
-            strategy: self.strategy.clone(),
-            k: self.k,
-            r_max: self.r_max,
-            max_seconds: self.max_seconds,
-            max_tokens: self.max_tokens,
-            ..Default::default()
-        }
+        hopwise_config::Overrides { run: self.run.clone(), budget: self.budget.clone(), ..Default::default() }
     }
-}
-
-/// Query-side retrieval options shared by `ask` and `eval`.
-#[derive(Debug, Args)]
-pub struct RetrievalFlags {
-    /// Let the model rewrite each retrieval query first: hyde, multi-query or sub-question.
-    #[arg(long, value_name = "METHOD", value_parser = hopwise_config::parse_rewrite_method)]
-    pub query_rewrite: Option<hopwise_config::RewriteMethod>,
-    /// Drop passages a question was already given in an earlier retrieval round.
-    #[arg(long)]
-    pub dedup: bool,
 }
 
 #[derive(Debug, Args)]
@@ -307,9 +257,6 @@ pub struct IndexArgs {
     /// Files or folders: .jsonl ({"id","title","text"} per line), .txt, .md.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// Index directory (created if missing; existing ids are replaced).
-    #[arg(long, env = "HOPWISE_INDEX")]
-    pub index: Option<PathBuf>,
     /// Passage size in tokens for long documents.
     #[arg(long, default_value_t = 256)]
     pub chunk_tokens: usize,
@@ -377,9 +324,6 @@ pub struct EvalArgs {
     /// Questions answered at once.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
-    /// BM25 index directory (default: the configured or sample index).
-    #[arg(long, env = "HOPWISE_INDEX")]
-    pub index: Option<PathBuf>,
     /// Retrieve from each example's own paragraphs (the distractor setting) instead of an index.
     #[arg(long)]
     pub context: bool,
@@ -394,8 +338,9 @@ pub struct EvalArgs {
     /// flight finish and are written, and the next run resumes from there.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub time_budget: Option<std::time::Duration>,
+    /// Query-side retrieval options, declared with the top-level keys.
     #[command(flatten)]
-    pub retrieval: RetrievalFlags,
+    pub retrieval: hopwise_config::RetrievalOverrides,
     /// Print a JSON summary of the run.
     #[arg(long)]
     pub json: bool,
@@ -477,9 +422,6 @@ pub struct RetrievalEvalArgs {
     /// Questions to evaluate (the first N of the file).
     #[arg(long)]
     pub limit: Option<usize>,
-    /// Index directory (default: the configured or sample index).
-    #[arg(long, env = "HOPWISE_INDEX")]
-    pub index: Option<PathBuf>,
     /// Questions evaluated at once.
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,

@@ -10,6 +10,8 @@
 //! unknown key, an unknown `[strategies.NAME]` section or strategy, an invalid strategy option, a
 //! bad prompt override.
 
+mod budget;
+mod general;
 mod remote;
 mod serve;
 mod settings;
@@ -19,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use hopwise_models::OpenAiConfig;
 use hopwise_reason::strategy;
-use hopwise_reason::{Budget, StrategyOptions};
+use hopwise_reason::StrategyOptions;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +42,10 @@ pub enum ConfigError {
 
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
+pub use budget::{BudgetConfig, BudgetOverrides};
+pub use general::{
+    GeneralOverrides, GeneralSettings, ModelOverrides, RetrievalOverrides, RetrievalSettings, RunOverrides, RunSettings,
+};
 pub use hopwise_core::{default_home, RewriteMethod};
 pub use remote::{RemoteConfig, RemoteMode, RemoteOverrides};
 use serve::in_range;
@@ -148,43 +154,32 @@ fn default_context() -> u32 {
     4096
 }
 
-/// The whole configuration, as read from `hopwise.toml`.
+/// The whole configuration, as read from `hopwise.toml`. The top-level keys come from the three
+/// groups in `general.rs`; the sections below them are tables of the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct Config {
-    /// Data directory for models, indexes and caches (`$HOPWISE_HOME`, default `~/.cache/hopwise`).
-    pub home: Option<PathBuf>,
-    /// Which `[llm.NAME]` to use.
-    pub llm: String,
+    #[serde(flatten)]
+    pub general: GeneralSettings,
+    #[serde(flatten)]
+    pub run: RunSettings,
+    #[serde(flatten)]
+    pub retrieval: RetrievalSettings,
     /// Named model backends.
-    #[serde(rename = "llms")]
     pub llms: BTreeMap<String, LlmConfig>,
-    /// The BM25 index directory (default: the sample index under `home`).
-    pub index: Option<PathBuf>,
-    /// Retrieval backend.
-    pub retriever: RetrieverKind,
-    /// Let the model rewrite each retrieval query first: `hyde`, `multi-query` or `sub-question`.
-    pub query_rewrite: Option<RewriteMethod>,
-    /// Drop passages already given to the same question in an earlier retrieval round.
-    pub dedup: bool,
-    /// Default strategy.
-    pub strategy: String,
-    /// Passages per retrieval round.
-    pub k: usize,
-    pub budget: Budget,
+    pub budget: BudgetConfig,
     /// Per-strategy options: `[strategies.toqd] max_steps = 3`.
     pub strategies: BTreeMap<String, StrategyOptions>,
     /// Prompt template overrides: `[prompts] toqd_decompose = "..."`.
     pub prompts: BTreeMap<String, String>,
-    /// A TOML file of prompt overrides.
-    pub prompts_file: Option<PathBuf>,
-    /// Cache model calls on disk (always on for `hopwise eval` unless `--no-cache`).
-    pub cache: bool,
     /// `hopwise serve`: bind address, auth, limits.
     pub serve: ServeConfig,
     /// Remote retrieval engines (`retriever = "typesense" | "milvus" | "opensearch"`).
     pub remote: RemoteConfig,
 }
+
+/// The file's tables (every other key is a top-level key of a group).
+const TABLES: &[&str] = &["llms", "budget", "strategies", "prompts", "serve", "remote"];
 
 impl Default for Config {
     fn default() -> Self {
@@ -194,52 +189,28 @@ impl Default for Config {
             LlmConfig::Local { model: default_model(), threads: None, context: default_context() },
         );
         Self {
-            home: None,
-            llm: "local".into(),
+            general: GeneralSettings::default(),
+            run: RunSettings::default(),
+            retrieval: RetrievalSettings::default(),
             llms,
-            index: None,
-            retriever: RetrieverKind::Bm25,
-            query_rewrite: None,
-            dedup: false,
-            strategy: "toqd".into(),
-            k: 5,
-            budget: Budget::default(),
+            budget: BudgetConfig::default(),
             strategies: BTreeMap::new(),
             prompts: BTreeMap::new(),
-            prompts_file: None,
-            cache: false,
             serve: ServeConfig::default(),
             remote: RemoteConfig::default(),
         }
     }
 }
 
-/// Values from flags or the environment that override the file. `None` leaves the file's value.
+/// Values from flags or the environment that override the file, one group per place the CLI
+/// takes them. `None` (or a blank variable) leaves the file's value.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    pub home: Option<PathBuf>,
-    pub llm: Option<String>,
-    /// `--model`: a model name or GGUF path for a local backend, or the model id for an OpenAI one.
-    pub model: Option<String>,
-    /// `--base-url`: switches to an OpenAI-compatible backend at this URL.
-    pub base_url: Option<String>,
-    pub index: Option<PathBuf>,
-    /// `--retriever` / `HOPWISE_RETRIEVER`.
-    pub retriever: Option<RetrieverKind>,
-    pub query_rewrite: Option<RewriteMethod>,
-    /// `Some(true)` turns de-duplication on; `None` leaves the file's setting.
-    pub dedup: Option<bool>,
-    pub strategy: Option<String>,
-    pub k: Option<usize>,
-    pub threads: Option<u32>,
-    pub r_max: Option<u32>,
-    /// Per-attempt timeout and retries of an OpenAI-compatible backend (`--llm-timeout-secs`,
-    /// `--llm-max-retries`).
-    pub llm_timeout_secs: Option<f64>,
-    pub llm_max_retries: Option<u32>,
-    /// `--max-seconds` / `--max-tokens`: per-question time and token budgets.
-    pub max_seconds: Option<f64>,
-    pub max_tokens: Option<u64>,
+    pub general: GeneralOverrides,
+    pub model: ModelOverrides,
+    pub run: RunOverrides,
+    pub retrieval: RetrievalOverrides,
+    pub budget: BudgetOverrides,
     pub remote: RemoteOverrides,
 }
 
@@ -264,7 +235,9 @@ impl Config {
     }
 
     pub fn from_toml(src: &str) -> Result<Self> {
-        let mut config: Config = toml::from_str(src).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let table: toml::Table = toml::from_str(src).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        check_top_level_keys(&table)?;
+        let mut config: Config = table.try_into().map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
         if !config.llms.contains_key("local") {
             config.llms.insert(
                 "local".into(),
@@ -277,83 +250,21 @@ impl Config {
 
     /// Applies flag (or environment) values, then checks the result.
     pub fn apply(&mut self, o: &Overrides) -> Result<()> {
-        if let Some(h) = &o.home {
-            self.home = Some(h.clone());
-        }
-        if let Some(l) = &o.llm {
-            self.llm = l.clone();
-        }
-        if let Some(url) = &o.base_url {
-            let model = o.model.clone().unwrap_or_else(|| "default".into());
-            let mut cfg = match self.llms.get(&self.llm) {
-                Some(LlmConfig::Openai(current)) => for_another_server(current, url, &model),
-                _ => OpenAiConfig::new(url.clone(), model),
-            };
-            // Local servers need no key; send one only when the conventional variable is set.
-            cfg.api_key_env = std::env::var_os("OPENAI_API_KEY").map(|_| "OPENAI_API_KEY".into());
-            self.llms.insert("cli".into(), LlmConfig::Openai(cfg));
-            self.llm = "cli".into();
-        } else if let Some(m) = &o.model {
-            match self.llms.get_mut(&self.llm) {
-                Some(LlmConfig::Local { model, .. }) | Some(LlmConfig::Openai(OpenAiConfig { model, .. })) => {
-                    *model = m.clone()
-                }
-                None => {}
-            }
-        }
-        if let Some(t) = o.threads {
-            if let Some(LlmConfig::Local { threads, .. }) = self.llms.get_mut(&self.llm) {
-                *threads = Some(t);
-            }
-        }
-        if let Some(LlmConfig::Openai(cfg)) = self.llms.get_mut(&self.llm) {
-            if let Some(t) = o.llm_timeout_secs {
-                cfg.timeout_secs = t;
-            }
-            if let Some(r) = o.llm_max_retries {
-                cfg.max_retries = r;
-            }
-        }
-        if let Some(i) = &o.index {
-            self.index = Some(i.clone());
-        }
-        if let Some(r) = o.retriever {
-            self.retriever = r;
-        }
-        if let Some(q) = o.query_rewrite {
-            self.query_rewrite = Some(q);
-        }
-        if let Some(d) = o.dedup {
-            self.dedup = d;
-        }
-        if let Some(s) = &o.strategy {
-            self.strategy = s.clone();
-        }
-        if let Some(k) = o.k {
-            self.k = k;
-        }
-        if let Some(r) = o.r_max {
-            self.budget.r_max = r;
-        }
-        if let Some(seconds) = o.max_seconds {
-            if !(seconds.is_finite() && seconds > 0.0) {
-                return Err(ConfigError::Invalid(format!("max_seconds = {seconds} must be a positive number")));
-            }
-            self.budget.max_seconds = Some(seconds);
-        }
-        if let Some(tokens) = o.max_tokens {
-            self.budget.max_tokens = Some(tokens);
-        }
+        self.general.merge(&o.general);
+        o.model.apply_to(self);
+        self.run.merge(&o.run);
+        self.retrieval.merge(&o.retrieval);
+        self.budget.merge(&o.budget);
         self.remote.merge(&o.remote);
         self.validate()
     }
 
     fn validate(&self) -> Result<()> {
-        if !self.llms.contains_key(&self.llm) {
+        if !self.llms.contains_key(&self.general.llm) {
             let known: Vec<&str> = self.llms.keys().map(String::as_str).collect();
             return Err(ConfigError::Invalid(format!(
                 "llm `{}` is not configured; configured: {}",
-                self.llm,
+                self.general.llm,
                 known.join(", ")
             )));
         }
@@ -363,8 +274,11 @@ impl Config {
                 validate_openai(name, cfg)?;
             }
         }
-        if self.k == 0 || self.k > 100 {
-            return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.k)));
+        if self.run.k == 0 || self.run.k > 100 {
+            return Err(ConfigError::Invalid(format!("k = {} must be between 1 and 100", self.run.k)));
+        }
+        if let Some(seconds) = self.budget.max_seconds.filter(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(ConfigError::Invalid(format!("max_seconds = {seconds} must be a positive number")));
         }
         // A zero budget could only end every question before its first call.
         if self.budget.max_llm_calls == 0 {
@@ -381,7 +295,7 @@ impl Config {
     /// The default strategy must exist, and every `[strategies.NAME]` must name a strategy and hold
     /// options it accepts.
     fn check_strategies(&self) -> Result<()> {
-        strategy::spec(&self.strategy).map_err(|_| ConfigError::UnknownStrategy(self.strategy.clone()))?;
+        strategy::spec(&self.run.strategy).map_err(|_| ConfigError::UnknownStrategy(self.run.strategy.clone()))?;
         for (name, options) in &self.strategies {
             let row = strategy::spec(name).map_err(|_| ConfigError::UnknownStrategySection {
                 name: name.clone(),
@@ -395,18 +309,18 @@ impl Config {
 
     /// The data directory: `home`, else `$HOME/.cache/hopwise`.
     pub fn home_dir(&self) -> PathBuf {
-        self.home.clone().unwrap_or_else(default_home)
+        self.general.home.clone().unwrap_or_else(default_home)
     }
 
     /// The index to use: the configured one, else the sample index built by `hopwise setup`.
     pub fn index_dir(&self) -> PathBuf {
-        self.index.clone().unwrap_or_else(|| self.home_dir().join("indexes").join("sample"))
+        self.general.index.clone().unwrap_or_else(|| self.home_dir().join("indexes").join("sample"))
     }
 
     pub fn llm_config(&self) -> &LlmConfig {
         // validate() guarantees presence; fall back to the default local model regardless.
         static FALLBACK: std::sync::OnceLock<LlmConfig> = std::sync::OnceLock::new();
-        self.llms.get(&self.llm).unwrap_or_else(|| {
+        self.llms.get(&self.general.llm).unwrap_or_else(|| {
             FALLBACK.get_or_init(|| LlmConfig::Local {
                 model: default_model(),
                 threads: None,
@@ -422,7 +336,7 @@ impl Config {
     /// The prompt templates in force: built-ins, then `prompts_file`, then `[prompts]`.
     pub fn prompts(&self) -> Result<hopwise_core::Prompts> {
         let mut p = hopwise_core::Prompts::default();
-        if let Some(f) = &self.prompts_file {
+        if let Some(f) = &self.general.prompts_file {
             p = p.with_overrides_file(f).map_err(|e| ConfigError::Prompts(e.to_string()))?;
         }
         p.with_overrides(&self.prompts).map_err(|e| ConfigError::Prompts(e.to_string()))
@@ -432,7 +346,7 @@ impl Config {
 /// The settings of `current` that describe how to talk to any server (timeouts, retries, limits),
 /// for `url` and `model`. What belongs to the configured server — its key, extra headers, name —
 /// stays behind: a key for one server is never sent to another.
-fn for_another_server(current: &OpenAiConfig, url: &str, model: &str) -> OpenAiConfig {
+pub(crate) fn for_another_server(current: &OpenAiConfig, url: &str, model: &str) -> OpenAiConfig {
     OpenAiConfig {
         base_url: url.to_string(),
         model: model.to_string(),
@@ -459,11 +373,50 @@ fn validate_openai(name: &str, cfg: &OpenAiConfig) -> Result<()> {
 const REFERENCE_BEGIN: &str = "<!-- settings:begin (generated from each section's declaration; `HOPWISE_BLESS=1 cargo test -p hopwise-config reference` rewrites it) -->";
 const REFERENCE_END: &str = "<!-- settings:end -->";
 
-/// The generated block of `docs/configuration.md`: every key of the sections declared with
-/// one declaration per setting, with its default, flag, variable and meaning.
+/// The generated block of `docs/configuration.md`: every key of the file with its default, flag,
+/// variable and meaning, and the model flags, each from its one declaration.
 pub fn reference_block() -> String {
     use clap::Args;
     let defaults = |value: std::result::Result<toml::Table, toml::ser::Error>| value.unwrap_or_default();
+    let top_level = [
+        settings::reference_table(
+            "",
+            GeneralSettings::KEYS,
+            &defaults(toml::Table::try_from(GeneralSettings::default())),
+            &GeneralOverrides::augment_args(clap::Command::new("general")),
+        ),
+        settings::reference_table(
+            "",
+            RunSettings::KEYS,
+            &defaults(toml::Table::try_from(RunSettings::default())),
+            &RunOverrides::augment_args(clap::Command::new("run")),
+        ),
+        settings::reference_table(
+            "",
+            RetrievalSettings::KEYS,
+            &defaults(toml::Table::try_from(RetrievalSettings::default())),
+            &RetrievalOverrides::augment_args(clap::Command::new("retrieval")),
+        ),
+    ];
+    // One table: the groups differ only in where their flags apply, which `--help` says.
+    let top_level = top_level
+        .iter()
+        .enumerate()
+        .map(|(i, table)| {
+            if i == 0 {
+                table.as_str()
+            } else {
+                table.split_once("|---|---|---|---|---|\n").map_or("", |(_, rows)| rows)
+            }
+        })
+        .collect::<String>();
+    let budget = settings::reference_table(
+        "budget",
+        BudgetConfig::KEYS,
+        &defaults(toml::Table::try_from(BudgetConfig::default())),
+        &BudgetOverrides::augment_args(clap::Command::new("budget")),
+    );
+    let model = settings::flag_table(&ModelOverrides::augment_args(clap::Command::new("model")));
     let serve = settings::reference_table(
         "serve",
         ServeConfig::KEYS,
@@ -476,7 +429,28 @@ pub fn reference_block() -> String {
         &defaults(toml::Table::try_from(RemoteConfig::default())),
         &RemoteOverrides::augment_args(clap::Command::new("remote")),
     );
-    format!("{REFERENCE_BEGIN}\n### `[serve]`\n\n{serve}\n### `[remote]`\n\n{remote}{REFERENCE_END}")
+    format!(
+        "{REFERENCE_BEGIN}\n### Top-level keys\n\n{top_level}\n### `[budget]`\n\n{budget}\n### `[llms.NAME]` from flags\n\n\
+         These flags edit the backend that `llm` selects; the file sets the same fields in its `[llms.NAME]`.\n\n{model}\n\
+         ### `[serve]`\n\n{serve}\n### `[remote]`\n\n{remote}{REFERENCE_END}"
+    )
+}
+
+/// Every top-level key is a group's key or a table: an unknown one (a typo) is an error naming the
+/// keys there are, as serde's `deny_unknown_fields` does inside the tables.
+fn check_top_level_keys(table: &toml::Table) -> Result<()> {
+    let keys: Vec<&str> = GeneralSettings::KEYS
+        .iter()
+        .chain(RunSettings::KEYS)
+        .chain(RetrievalSettings::KEYS)
+        .filter(|k| k.in_file())
+        .map(|k| k.name)
+        .chain(TABLES.iter().copied())
+        .collect();
+    match table.keys().find(|key| !keys.contains(&key.as_str())) {
+        None => Ok(()),
+        Some(key) => Err(ConfigError::Invalid(format!("unknown field `{key}`, expected one of {}", keys.join(", ")))),
+    }
 }
 
 /// The strategy name within two edits of `name`, for "did you mean".
@@ -583,19 +557,24 @@ mod tests {
              timeout_secs = 7.5\nmax_retries = 1\napi_key_env = \"SRV_KEY\"\nheaders = { x-tenant = \"t\" }",
         )
         .expect("valid");
-        c.apply(&Overrides { base_url: Some("http://b:2/v1".into()), ..Default::default() }).expect("apply");
+        let url = |u: &str| Overrides {
+            model: ModelOverrides { base_url: Some(u.into()), ..Default::default() },
+            ..Default::default()
+        };
+        c.apply(&url("http://b:2/v1")).expect("apply");
         let LlmConfig::Openai(cfg) = c.llm_config() else { panic!("openai expected") };
         assert_eq!((cfg.base_url.as_str(), cfg.timeout_secs, cfg.max_retries), ("http://b:2/v1", 7.5, 1));
         assert!(cfg.headers.is_empty() && cfg.api_key_env.as_deref() != Some("SRV_KEY"), "{cfg:?}");
 
-        let o = Overrides { llm_timeout_secs: Some(2.0), llm_max_retries: Some(0), ..Default::default() };
+        let model = |m: ModelOverrides| Overrides { model: m, ..Default::default() };
+        let o = model(ModelOverrides { llm_timeout_secs: Some(2.0), llm_max_retries: Some(0), ..Default::default() });
         c.apply(&o).expect("apply");
         let LlmConfig::Openai(cfg) = c.llm_config() else { panic!("openai expected") };
         assert_eq!((cfg.timeout_secs, cfg.max_retries), (2.0, 0));
         for bad in [
-            Overrides { llm_timeout_secs: Some(0.0), ..Default::default() },
-            Overrides { llm_timeout_secs: Some(f64::NAN), ..Default::default() },
-            Overrides { llm_max_retries: Some(1_000_000), ..Default::default() },
+            model(ModelOverrides { llm_timeout_secs: Some(0.0), ..Default::default() }),
+            model(ModelOverrides { llm_timeout_secs: Some(f64::NAN), ..Default::default() }),
+            model(ModelOverrides { llm_max_retries: Some(1_000_000), ..Default::default() }),
         ] {
             assert!(c.clone().apply(&bad).is_err(), "{bad:?}");
         }
@@ -636,7 +615,7 @@ mod tests {
     fn defaults_use_the_local_model() {
         let c = Config::default();
         assert!(matches!(c.llm_config(), LlmConfig::Local { model, .. } if model == "qwen2.5-1.5b"));
-        assert_eq!(c.strategy, "toqd");
+        assert_eq!(c.run.strategy, "toqd");
         assert_eq!(c.budget.r_max, 6);
     }
 
@@ -663,29 +642,37 @@ mod tests {
         assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "qwen"));
         assert_eq!(c.budget.r_max, 2);
         assert_eq!(c.strategy_options("toqd-paper").0.get("critique"), Some(&serde_json::Value::Bool(false)));
-        assert_eq!(c.query_rewrite, None);
+        assert_eq!(c.retrieval.query_rewrite, None);
         assert!(c.prompts().expect("prompts").template("toqd_self_verify") == Some("Q: {question}"));
-        c.apply(&Overrides { model: Some("other".into()), k: Some(7), ..Default::default() }).expect("apply");
+        c.apply(&Overrides {
+            model: ModelOverrides { model: Some("other".into()), ..Default::default() },
+            run: RunOverrides { k: Some(7), ..Default::default() },
+            ..Default::default()
+        })
+        .expect("apply");
         assert!(matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { model, .. }) if model == "other"));
-        assert_eq!(c.k, 7);
-        assert_eq!(c.retriever, RetrieverKind::Bm25);
+        assert_eq!(c.run.k, 7);
+        assert_eq!(c.general.retriever, RetrieverKind::Bm25);
         let o = Overrides {
-            retriever: Some(RetrieverKind::Hybrid),
-            dedup: Some(true),
-            query_rewrite: Some(RewriteMethod::MultiQuery),
+            general: GeneralOverrides { retriever: Some(RetrieverKind::Hybrid), ..Default::default() },
+            retrieval: RetrievalOverrides { dedup: Some(true), query_rewrite: Some(RewriteMethod::MultiQuery) },
             ..Default::default()
         };
         c.apply(&o).expect("apply");
-        assert!(c.retriever == RetrieverKind::Hybrid && c.dedup);
-        assert_eq!(c.query_rewrite, Some(RewriteMethod::MultiQuery));
+        assert!(c.general.retriever == RetrieverKind::Hybrid && c.retrieval.dedup);
+        assert_eq!(c.retrieval.query_rewrite, Some(RewriteMethod::MultiQuery));
         assert_eq!(parse_rewrite_method("hyde"), Ok(RewriteMethod::Hyde));
         assert_eq!("dense".parse::<RetrieverKind>().unwrap(), RetrieverKind::Dense);
         let err = "vector".parse::<RetrieverKind>().expect_err("unknown");
         assert!(err.to_string().contains("bm25, dense, hybrid, typesense, milvus, opensearch"), "{err}");
         let err = parse_rewrite_method("magic").expect_err("unknown");
         assert!(err.contains("hyde, multi-query, sub-question"), "{err}");
-        c.retriever = RetrieverKind::Hybrid;
-        c.apply(&Overrides { base_url: Some("http://127.0.0.1:9/v1".into()), ..Default::default() }).expect("apply");
+        c.general.retriever = RetrieverKind::Hybrid;
+        let url = Overrides {
+            model: ModelOverrides { base_url: Some("http://127.0.0.1:9/v1".into()), ..Default::default() },
+            ..Default::default()
+        };
+        c.apply(&url).expect("apply");
         assert!(
             matches!(c.llm_config(), LlmConfig::Openai(OpenAiConfig { base_url, .. }) if base_url.ends_with(":9/v1"))
         );
@@ -693,7 +680,10 @@ mod tests {
 
     #[test]
     fn mistakes_are_reported() {
-        assert!(Config::from_toml("strategi = \"toqd\"").is_err(), "unknown key");
+        let err = Config::from_toml("strategi = \"toqd\"").expect_err("unknown key");
+        assert!(err.to_string().contains("unknown field `strategi`, expected one of home, llm"), "{err}");
+        assert!(Config::from_toml("[budget]\nr_maxx = 1").is_err(), "unknown key in a table");
+        assert!(Config::from_toml("[budget]\nmax_seconds = -1.0").is_err());
         assert!(Config::from_toml("llm = \"nope\"").is_err(), "unknown llm");
         assert!(Config::from_toml("k = 0").is_err());
         assert!(Config::from_toml("[prompts]\ntoqd_self_verify = \"{nope}\"").is_err());
@@ -724,7 +714,11 @@ mod tests {
         let err = Config::from_toml("strategy = \"tqod\"").expect_err("unknown strategy");
         assert!(matches!(err, ConfigError::UnknownStrategy(_)), "{err}");
         let mut c = Config::default();
-        let err = c.apply(&Overrides { strategy: Some("nope".into()), ..Default::default() }).expect_err("flag");
+        let nope = Overrides {
+            run: RunOverrides { strategy: Some("nope".into()), ..Default::default() },
+            ..Default::default()
+        };
+        let err = c.apply(&nope).expect_err("flag");
         assert!(matches!(err, ConfigError::UnknownStrategy(_)), "{err}");
         assert!(Config::from_toml("[strategies.hgot]\nsamples = 3").is_ok());
     }

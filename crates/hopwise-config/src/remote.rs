@@ -24,6 +24,7 @@ impl FlagValue for RemoteMode {}
 
 section! {
     /// The `[remote]` section (`retriever = "typesense" | "milvus" | "opensearch"`).
+    #[serde(default, deny_unknown_fields)]
     pub struct RemoteConfig / RemoteOverrides {
         /// Typesense server, e.g. http://127.0.0.1:8108.
         #[arg(long, global = true, env = "HOPWISE_TYPESENSE_URL", value_name = "URL")]

@@ -15,6 +15,7 @@ pub const MAX_SERVE_READ_TIMEOUT_SECS: u64 = 3_600;
 section! {
     /// The `[serve]` section. Environment variables (`HOPWISE_SERVE_*`) and `hopwise serve` flags
     /// override it.
+    #[serde(default, deny_unknown_fields)]
     pub struct ServeConfig / ServeOverrides {
         /// Address to listen on. Loopback by default: exposing the server is a deliberate choice.
         #[arg(long, env = "HOPWISE_SERVE_BIND", value_name = "ADDR")]

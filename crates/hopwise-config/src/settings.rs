@@ -65,7 +65,7 @@ impl Key {
 
 /// A section's reference table: key, default, flag, environment variable, meaning. The flag and the
 /// variable are read from the overrides' clap arguments, the defaults from the section's `Default`
-/// as the file would spell them.
+/// as the file would spell them. `section` is empty for top-level keys.
 pub fn reference_table(section: &str, keys: &[Key], defaults: &toml::Table, args: &clap::Command) -> String {
     let mut out = String::from("| key | default | flag | environment | meaning |\n|---|---|---|---|---|\n");
     for key in keys {
@@ -76,9 +76,27 @@ pub fn reference_table(section: &str, keys: &[Key], defaults: &toml::Table, args
         let default = defaults.get(key.name).map(|v| format!("`{v}`")).unwrap_or_else(|| "–".into());
         let paragraph = key.doc.split("\n\n").next().unwrap_or_default();
         let meaning = paragraph.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|");
-        let name =
-            if key.in_file() { format!("`{section}.{}`", key.name) } else { "– (flag or variable only)".into() };
+        let name = match (key.in_file(), section) {
+            (false, _) => "– (flag or variable only)".into(),
+            (true, "") => format!("`{}`", key.name),
+            (true, section) => format!("`{section}.{}`", key.name),
+        };
         out.push_str(&format!("| {name} | {default} | {flag} | {env} | {meaning} |\n"));
+    }
+    out
+}
+
+/// A table of flags with no file key of their own: flag, environment variable, meaning (their
+/// help's first paragraph).
+pub fn flag_table(args: &clap::Command) -> String {
+    let mut out = String::from("| flag | environment | meaning |\n|---|---|---|\n");
+    for arg in args.get_arguments() {
+        let flag = arg.get_long().map(|l| format!("`--{l}`")).unwrap_or_else(|| "–".into());
+        let env = arg.get_env().map(|e| format!("`{}`", e.to_string_lossy())).unwrap_or_else(|| "–".into());
+        let help = arg.get_long_help().or(arg.get_help()).map(|h| h.to_string()).unwrap_or_default();
+        let paragraph = help.split("\n\n").next().unwrap_or_default();
+        let meaning = paragraph.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|");
+        out.push_str(&format!("| {flag} | {env} | {meaning} |\n"));
     }
     out
 }
@@ -92,11 +110,14 @@ pub fn reference_table(section: &str, keys: &[Key], defaults: &toml::Table, args
 /// ```
 ///
 /// and a field may carry `#[serde(...)]` (e.g. `skip` for a secret that only a flag or variable
-/// sets). The section gets `Default`, serde with unknown keys refused, `merge(&Overrides)`, and
-/// `KEYS` for [`reference_table`].
+/// sets). The struct's own `#[serde(...)]` comes first: `default, deny_unknown_fields` for a
+/// `[section]`, `default` for a group of top-level keys (flattened into `Config`, which checks its
+/// keys itself). The section gets `Default`, `merge(&Overrides)`, and `KEYS` for
+/// [`reference_table`].
 macro_rules! section {
     (
         $(#[doc = $sdoc:literal])*
+        #[serde($($sattr:tt)*)]
         pub struct $name:ident / $overrides:ident {
             $(
                 $(#[doc = $doc:literal])*
@@ -108,7 +129,7 @@ macro_rules! section {
     ) => {
         $(#[doc = $sdoc])*
         #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-        #[serde(default, deny_unknown_fields)]
+        #[serde($($sattr)*)]
         pub struct $name {
             $(
                 $(#[doc = $doc])*

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hopwise_config::{Config, Overrides};
+use hopwise_config::{Config, GeneralOverrides, ModelOverrides, Overrides, RunOverrides};
 use hopwise_core::graph_text::{self, GraphFormat};
 use hopwise_core::{Event, Retriever, Trace};
 use hopwise_reason::strategy::STRATEGIES;
@@ -184,12 +184,16 @@ impl Engine {
             .map(|name| name.parse::<hopwise_config::RetrieverKind>())
             .transpose()
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let overrides =
-            Overrides { home, model, base_url, index, strategy, k, threads, retriever, ..Overrides::default() };
+        let overrides = Overrides {
+            general: GeneralOverrides { home, index, retriever, ..Default::default() },
+            model: ModelOverrides { model, base_url, threads, ..Default::default() },
+            run: RunOverrides { strategy, k },
+            ..Overrides::default()
+        };
         let cfg = configure(config, &overrides)?;
         let tokio = async_runtime()?;
         let retriever = explicit_index
-            || cfg.retriever.is_remote()
+            || cfg.general.retriever.is_remote()
             || cfg.index_dir().join(hopwise_index::layout::META_FILE).is_file();
         let needs = Needs { retriever, embedder: true, wrap_retriever: true, ..Needs::default() };
         let runtime = py.allow_threads(|| tokio.block_on(hopwise_runtime::build(&cfg, &needs))).map_err(py_err)?;
@@ -336,7 +340,8 @@ fn build_index(
 ) -> PyResult<String> {
     // A missing embedder fails before any indexing work.
     let embedder = if dense {
-        let cfg = configure(config, &Overrides { home, ..Overrides::default() })?;
+        let home = GeneralOverrides { home, ..Default::default() };
+        let cfg = configure(config, &Overrides { general: home, ..Overrides::default() })?;
         Some(
             hopwise_runtime::backends::require_embedder_for(&cfg, &dir)
                 .map_err(|e| PyValueError::new_err(format!("{e:#}")))?,
@@ -405,7 +410,12 @@ fn evaluate(
         Some(Ok(serde_json::Value::Object(map))) => map,
         Some(_) => return Err(PyValueError::new_err("options must be a JSON object of strategy options")),
     };
-    let cfg = configure(config, &Overrides { home, model, base_url, index, threads, ..Overrides::default() })?;
+    let overrides = Overrides {
+        general: GeneralOverrides { home, index, ..Default::default() },
+        model: ModelOverrides { model, base_url, threads, ..Default::default() },
+        ..Overrides::default()
+    };
+    let cfg = configure(config, &overrides)?;
     let plan = EvalPlan {
         datasets,
         strategies,

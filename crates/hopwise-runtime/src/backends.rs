@@ -114,7 +114,7 @@ pub async fn open_retriever(config: &Config) -> Result<Arc<dyn Retriever>> {
     let bm25 = || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(Bm25Retriever::open(&dir)?)) };
     let dense =
         || -> Result<Arc<dyn Retriever>> { Ok(Arc::new(DenseRetriever::open(&dir, require_embedder(config)?)?)) };
-    Ok(match config.retriever {
+    Ok(match config.general.retriever {
         RetrieverKind::Bm25 => bm25()?,
         RetrieverKind::Dense => dense()?,
         RetrieverKind::Hybrid => Arc::new(HybridRetriever::new(bm25()?, dense()?)),

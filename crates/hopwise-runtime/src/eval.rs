@@ -66,11 +66,11 @@ pub async fn evaluate(mut config: Config, plan: &EvalPlan, progress: &dyn Progre
     // Before any model loads, so a dataset name that is not fetched fails fast.
     let datasets = resolve_datasets(&config, &plan.datasets)?;
     // Recorded in the run's fingerprint as configured, whether or not it applies (below).
-    let rewrite_setting = config.query_rewrite.map(|m| m.name());
+    let rewrite_setting = config.retrieval.query_rewrite.map(|m| m.name());
     if plan.context {
         // An example's own paragraphs are searched as they are: the configured query rewriting
         // applies to the index retriever only.
-        config.query_rewrite = None;
+        config.retrieval.query_rewrite = None;
     }
     let needs = Needs {
         retriever: !plan.context,
@@ -84,20 +84,20 @@ pub async fn evaluate(mut config: Config, plan: &EvalPlan, progress: &dyn Progre
     eval.skip = plan.skip;
     eval.limit = plan.limit;
     eval.concurrency = plan.concurrency.max(1);
-    eval.k = config.k;
+    eval.k = config.run.k;
     eval.model = runtime.llm().identity();
     eval.retriever = Some(if plan.context {
         "example-context".to_string()
-    } else if config.retriever == RetrieverKind::Bm25 {
+    } else if config.general.retriever == RetrieverKind::Bm25 {
         // What was indexed, not where: a committed run resumes on any machine that indexed the same corpus.
         hopwise_index::Bm25Retriever::open(&config.index_dir())?.content_identity()?
     } else {
-        format!("{}:{}", config.retriever, config.index_dir().display())
+        format!("{}:{}", config.general.retriever, config.index_dir().display())
     });
     if let Some(rewrite) = rewrite_setting {
         eval.settings.insert("query_rewrite".into(), rewrite.into());
     }
-    if config.dedup {
+    if config.retrieval.dedup {
         eval.settings.insert("dedup".into(), true.into());
     }
     if let Some(e) = runtime.embedder() {
@@ -106,7 +106,7 @@ pub async fn evaluate(mut config: Config, plan: &EvalPlan, progress: &dyn Progre
     eval.prompts = (**runtime.prompts()).clone();
     eval.strategy_options = strategy_options;
     eval.time_budget = plan.time_budget;
-    eval.settings.insert("budget".into(), serde_json::to_value(&config.budget)?);
+    eval.settings.insert("budget".into(), serde_json::to_value(config.budget.budget())?);
 
     let context = plan.context;
     let factory =

@@ -76,12 +76,16 @@ pub async fn build(config: &Config, needs: &Needs) -> Result<Runtime> {
     };
     let embedder = if needs.embedder { backends::installed_embedder(config)? } else { None };
     let prompts = Arc::new(config.prompts()?);
-    let wrap = if needs.wrap_retriever { retriever_wrap(config.query_rewrite, config.dedup, &prompts) } else { None };
+    let wrap = if needs.wrap_retriever {
+        retriever_wrap(config.retrieval.query_rewrite, config.retrieval.dedup, &prompts)
+    } else {
+        None
+    };
     let defaults = Defaults {
-        strategy: config.strategy.clone(),
+        strategy: config.run.strategy.clone(),
         options: config.strategies.clone(),
-        budget: config.budget.clone(),
-        k: config.k,
+        budget: config.budget.budget(),
+        k: config.run.k,
         ..Defaults::default()
     };
     Ok(Runtime::new(llm, prompts)

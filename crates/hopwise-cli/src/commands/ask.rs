@@ -27,12 +27,8 @@ pub async fn run(mut config: Config, args: AskArgs) -> Result<ExitCode> {
     if args.question.trim().is_empty() {
         bail!("the question is empty");
     }
-    config.apply(&hopwise_config::Overrides {
-        query_rewrite: args.retrieval.query_rewrite,
-        dedup: args.retrieval.dedup.then_some(true),
-        ..args.run.overrides()
-    })?;
-    let name = strategy::resolve(&config.strategy, args.run.no_retrieval)?;
+    config.apply(&hopwise_config::Overrides { retrieval: args.retrieval.clone(), ..args.run.overrides() })?;
+    let name = strategy::resolve(&config.run.strategy, args.run.no_retrieval)?;
     let options = parse_opts(&args.opts)?;
     // Bad options stop the command before an index or a model is loaded.
     strategy::build(&name, &config.strategy_options(&name).overlaid(&options))?;

@@ -14,12 +14,7 @@ use crate::terminal::safe;
 const MAX_FAILURES_SHOWN: usize = 20;
 
 pub async fn run(mut config: Config, args: EvalArgs) -> Result<ExitCode> {
-    config.apply(&hopwise_config::Overrides {
-        index: args.index.clone(),
-        query_rewrite: args.retrieval.query_rewrite,
-        dedup: args.retrieval.dedup.then_some(true),
-        ..Default::default()
-    })?;
+    config.apply(&hopwise_config::Overrides { retrieval: args.retrieval.clone(), ..Default::default() })?;
     let plan = EvalPlan {
         datasets: args.dataset.clone(),
         strategies: args.strategy.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect(),

@@ -16,7 +16,7 @@ pub async fn run(config: &Config, args: IndexArgs) -> Result<ExitCode> {
     if args.backend != "local" {
         return remote(config, args).await;
     }
-    let dir = args.index.clone().unwrap_or_else(|| config.index_dir());
+    let dir = config.index_dir();
     let opts = IndexOptions {
         chunking: ChunkOptions { window_tokens: args.chunk_tokens, overlap_tokens: args.overlap },
         ..IndexOptions::default()

@@ -23,14 +23,8 @@ use crate::cli::{Cli, Command, GlobalArgs};
 pub fn load_config(global: &GlobalArgs) -> Result<Config> {
     let mut config = Config::load(global.config.as_deref())?;
     config.apply(&Overrides {
-        home: global.home.clone(),
-        llm: global.llm.clone(),
+        general: global.general.clone(),
         model: global.model.clone(),
-        base_url: global.base_url.clone(),
-        threads: global.threads,
-        llm_timeout_secs: global.llm_timeout_secs,
-        llm_max_retries: global.llm_max_retries,
-        retriever: global.retriever,
         remote: global.remote.clone(),
         ..Default::default()
     })?;

@@ -11,8 +11,7 @@ use hopwise_eval::{load_dataset, retrieval_eval, write_retrieval_report, QueryMe
 use crate::cli::RetrievalEvalArgs;
 use crate::runtime::{self, Needs};
 
-pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode> {
-    config.apply(&hopwise_config::Overrides { index: args.index.clone(), ..Default::default() })?;
+pub async fn run(config: Config, args: RetrievalEvalArgs) -> Result<ExitCode> {
     if args.k == 0 {
         bail!("--k must be at least 1");
     }
@@ -52,7 +51,7 @@ pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode
     if args.json {
         let summary = serde_json::json!({
             "dataset": args.dataset,
-            "retriever": config.retriever,
+            "retriever": config.general.retriever,
             "k": report.k,
             "skipped_without_gold": report.skipped_without_gold,
             "seconds": started.elapsed().as_secs_f64(),
@@ -64,7 +63,7 @@ pub async fn run(mut config: Config, args: RetrievalEvalArgs) -> Result<ExitCode
         print!("{}", render_retrieval_markdown(&report));
         eprintln!(
             "retriever {}; {:.1} s; per-question records in {}",
-            config.retriever,
+            config.general.retriever,
             started.elapsed().as_secs_f64(),
             args.out.join("retrieval.jsonl").display()
         );

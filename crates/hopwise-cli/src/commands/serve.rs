@@ -15,7 +15,7 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
     config.apply(&args.run.overrides())?;
     config.serve.apply(&args.serve)?;
     // The default strategy must be valid before the server accepts anything.
-    hopwise_reason::strategy::resolve(&config.strategy, args.run.no_retrieval)?;
+    hopwise_reason::strategy::resolve(&config.run.strategy, args.run.no_retrieval)?;
     let token = config.serve.token()?;
 
     let needs = Needs { retriever: !args.run.no_retrieval, progress: true, ..Needs::for_any_strategy() };
@@ -37,7 +37,7 @@ pub async fn run(mut config: Config, args: ServeArgs) -> Result<ExitCode> {
     let addr = listener.local_addr()?;
     eprintln!(
         "hopwise serve: http://{addr}/ (strategy {}, {}; Ctrl-C or SIGTERM finishes in-flight requests and stops)",
-        config.strategy,
+        config.run.strategy,
         if token.is_some() { "bearer token required" } else { "no token" }
     );
     hopwise_serve::serve(listener, state, hopwise_serve::shutdown_signal()).await?;
