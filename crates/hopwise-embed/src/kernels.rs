@@ -206,8 +206,8 @@ pub fn exp(x: f32) -> f32 {
 }
 
 /// erf from Numerical Recipes' erfc Chebyshev fit (fit error below 1.2e-7), evaluated in f32 with
-/// the inlinable [`exp`]: the f64 version spent 14% of encoder time in `exp`, and f32 rounding keeps
-/// the error within 3e-7.
+/// the inlinable [`exp`]: the library's f64 `exp` is an opaque call in the encoder's hottest loop,
+/// and f32 rounding keeps the error within 3e-7.
 // The fit's published coefficients are kept verbatim; rounding them to f32 is intended.
 #[inline(always)]
 #[allow(clippy::excessive_precision)]
