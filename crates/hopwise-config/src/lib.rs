@@ -678,6 +678,15 @@ mod tests {
         );
     }
 
+    /// What `hopwise config` prints is a configuration file that loads to the same values.
+    #[test]
+    fn the_printed_configuration_reads_back() {
+        let mut c = Config::from_toml("k = 3\nquery_rewrite = \"hyde\"\n[budget]\nmax_seconds = 30.0").expect("valid");
+        c.retrieval.dedup = true;
+        let printed = toml::to_string(&c).expect("serialise");
+        assert_eq!(Config::from_toml(&printed).expect("reads back"), c, "{printed}");
+    }
+
     #[test]
     fn mistakes_are_reported() {
         let err = Config::from_toml("strategi = \"toqd\"").expect_err("unknown key");
