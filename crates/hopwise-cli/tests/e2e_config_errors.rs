@@ -50,3 +50,25 @@ fn each_mistake_stops_each_command_with_a_named_error() {
         }
     }
 }
+
+/// A variable set to nothing is no setting: the file's value stays, and no command refuses to start
+/// (a path flag's parser would otherwise reject the empty value).
+#[test]
+fn empty_variables_leave_the_files_values() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("hopwise.toml");
+    std::fs::write(&config, "index = \"/srv/my-index\"\nstrategy = \"rtr\"\n").expect("write config");
+    let out = hopwise_command()
+        .arg("--config")
+        .arg(&config)
+        .arg("config")
+        .env("HOPWISE_INDEX", "")
+        .env("HOPWISE_HOME", "")
+        .env("HOPWISE_STRATEGY", "")
+        .output()
+        .expect("run hopwise");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("index = \"/srv/my-index\"") && stdout.contains("strategy = \"rtr\""), "{stdout}");
+    assert!(!stdout.contains("home ="), "{stdout}");
+}

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use hopwise_core::RewriteMethod;
 use hopwise_models::OpenAiConfig;
 
-use crate::settings::section;
+use crate::settings::{path_or_blank, section};
 use crate::{for_another_server, Config, LlmConfig, RetrieverKind};
 
 section! {
@@ -15,14 +15,14 @@ section! {
     #[serde(default)]
     pub struct GeneralSettings / GeneralOverrides {
         /// Data directory for models, indexes and caches (default `~/.cache/hopwise`).
-        #[arg(long, global = true, env = "HOPWISE_HOME", value_name = "DIR")]
+        #[arg(long, global = true, env = "HOPWISE_HOME", value_name = "DIR", value_parser = path_or_blank)]
         home: Option<PathBuf> => PathBuf = None,
         /// Which configured model backend to use (`[llms.NAME]`).
         #[arg(long, global = true, env = "HOPWISE_LLM", value_name = "NAME")]
         llm: String => String = "local".into(),
         /// The index directory: searched by the local retrievers, written by `hopwise index`
         /// (default: the sample index under `home`).
-        #[arg(long, global = true, env = "HOPWISE_INDEX", value_name = "DIR")]
+        #[arg(long, global = true, env = "HOPWISE_INDEX", value_name = "DIR", value_parser = path_or_blank)]
         index: Option<PathBuf> => PathBuf = None,
         /// Retrieval backend: bm25, dense (all-MiniLM-L6-v2; needs `hopwise index --dense`), hybrid
         /// (both, fused), or a remote engine configured in `[remote]`: typesense, milvus, opensearch.

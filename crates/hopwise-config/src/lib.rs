@@ -237,7 +237,8 @@ impl Config {
     pub fn from_toml(src: &str) -> Result<Self> {
         let table: toml::Table = toml::from_str(src).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         check_top_level_keys(&table)?;
-        let mut config: Config = table.try_into().map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        // From the text again, so an error points at its line.
+        let mut config: Config = toml::from_str(src).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         if !config.llms.contains_key("local") {
             config.llms.insert(
                 "local".into(),
@@ -693,6 +694,8 @@ mod tests {
         assert!(err.to_string().contains("unknown field `strategi`, expected one of home, llm"), "{err}");
         assert!(Config::from_toml("[budget]\nr_maxx = 1").is_err(), "unknown key in a table");
         assert!(Config::from_toml("[budget]\nmax_seconds = -1.0").is_err());
+        let err = Config::from_toml("k = 5\n[serve]\nbind = 3").expect_err("wrong type");
+        assert!(err.to_string().contains("line 3"), "points at the line: {err}");
         assert!(Config::from_toml("llm = \"nope\"").is_err(), "unknown llm");
         assert!(Config::from_toml("k = 0").is_err());
         assert!(Config::from_toml("[prompts]\ntoqd_self_verify = \"{nope}\"").is_err());

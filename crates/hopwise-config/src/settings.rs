@@ -34,6 +34,12 @@ impl FlagValue for String {
     }
 }
 
+/// A path flag's parser that lets an empty environment variable through (clap's own refuses it),
+/// so that, as for text settings, it leaves the file's value.
+pub fn path_or_blank(value: &str) -> Result<std::path::PathBuf, std::convert::Infallible> {
+    Ok(std::path::PathBuf::from(value))
+}
+
 impl FlagValue for std::path::PathBuf {
     fn is_blank(&self) -> bool {
         self.as_os_str().is_empty()

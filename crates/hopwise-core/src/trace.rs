@@ -532,16 +532,18 @@ impl Recorder {
         trace
     }
 
-    /// Marks every pending node unresolved and best-effort; returns their ids.
+    /// Marks every pending node unresolved and best-effort, emitting each one's new state; returns
+    /// their ids.
     fn close_pending_nodes(&self) -> Vec<NodeId> {
-        let mut t = self.lock();
-        let mut closed = Vec::new();
-        for node in t.nodes.iter_mut().filter(|n| n.decision == Decision::Pending) {
-            node.decision = Decision::Unresolved;
-            node.best_effort = true;
-            closed.push(node.id.clone());
+        let pending: Vec<NodeId> =
+            self.lock().nodes.iter().filter(|n| n.decision == Decision::Pending).map(|n| n.id.clone()).collect();
+        for id in &pending {
+            self.update_node(id, |n| {
+                n.decision = Decision::Unresolved;
+                n.best_effort = true;
+            });
         }
-        closed
+        pending
     }
 
     pub fn snapshot(&self) -> Trace {
@@ -587,6 +589,11 @@ mod tests {
         assert_eq!(trace.node("1").map(|n| (n.decision, n.best_effort)), Some((Decision::Known, false)));
         assert_eq!(trace.node("2").map(|n| (n.decision, n.best_effort)), Some((Decision::Unresolved, true)));
         assert!(trace.notes.iter().any(|n| n.contains("node(s) 2 were still pending")), "{:?}", trace.notes);
+        let last_of_2 = trace.events.iter().rev().find_map(|e| match &e.kind {
+            EventKind::Node { node } if node.id == "2" => Some(node.decision),
+            _ => None,
+        });
+        assert_eq!(last_of_2, Some(Decision::Unresolved), "a live view sees the change");
     }
 
     /// Anywhere else a pending node is a strategy's bug, which test builds refuse.
