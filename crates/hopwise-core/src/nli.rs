@@ -49,4 +49,15 @@ pub trait Nli: Send + Sync {
     fn name(&self) -> &str;
     /// Does `premise` entail `hypothesis`?
     async fn judge(&self, premise: &str, hypothesis: &str) -> Result<NliVerdict>;
+
+    /// Judges several (premise, hypothesis) pairs, one verdict or error per pair in order. A
+    /// backend that can judge them in one request overrides this; by default each pair is asked
+    /// on its own.
+    async fn judge_all(&self, pairs: &[(String, String)]) -> Vec<Result<NliVerdict>> {
+        let mut verdicts = Vec::with_capacity(pairs.len());
+        for (premise, hypothesis) in pairs {
+            verdicts.push(self.judge(premise, hypothesis).await);
+        }
+        verdicts
+    }
 }

@@ -41,6 +41,8 @@ pub enum Protocol {
     Query,
     /// `entail`, `contradict` or `neutral`.
     NliLabel,
+    /// One NLI label per numbered hypothesis, as one JSON object (`{"1":"entailment",…}`).
+    NliLabels,
     /// The question's structure as one JSON object (steps with answer types, dependencies as `#k`,
     /// the final operation).
     TypedPlan,

@@ -53,7 +53,9 @@ pub use crate::protocol::steps;
 mod thinking;
 pub use crate::vote;
 
-pub use citations::{parse_thought, score_citations, split_statements, CitationScore, Judge, Statement, Thought};
+pub use citations::{
+    parse_thought, score_all, score_citations, split_statements, CitationScore, Judge, Statement, Thought,
+};
 pub use options::{DemoSelection, HgotOptions};
 pub use steps::{
     dependency_text, parse_dependency_sentences, parse_formal_edges, parse_steps, repair_dependencies, Dependencies,
@@ -271,7 +273,7 @@ impl Strategy for Hgot {
         let run = Run {
             hgot: self,
             ctx,
-            judge: citations::Judge::new(nli, ctx.rec().clone(), self.opts.max_nli_calls),
+            judge: citations::Judge::new(nli, ctx.rec().clone(), self.opts.max_nli_calls, self.opts.batch_judgements),
             sigma_history: Mutex::new(Vec::new()),
             stop_method: Mutex::new(None),
             demo_fallback_noted: AtomicBool::new(false),

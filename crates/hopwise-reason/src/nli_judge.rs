@@ -18,6 +18,8 @@ use hopwise_core::{
 
 use crate::uncertainty::Matrix;
 
+pub mod batch;
+
 /// Pairs kept before the cache is cleared (bounds memory when one judge serves many questions).
 const CACHE_CAPACITY: usize = 4096;
 
@@ -90,6 +92,80 @@ impl Nli for LlmNli {
             })?;
         self.remember(key, verdict);
         Ok(verdict)
+    }
+
+    /// Pairs not judged before go in requests of up to [`batch::MAX_PAIRS`] (`nli_judge_batch`,
+    /// grammar-constrained); a lone pair goes through [`Nli::judge`], which reads label
+    /// probabilities. A label the reply lacks is an error for that pair alone.
+    async fn judge_all(&self, pairs: &[(String, String)]) -> Vec<Result<NliVerdict>> {
+        let mut verdicts: Vec<Option<std::result::Result<NliVerdict, String>>> =
+            pairs.iter().map(|pair| self.cached(pair).map(Ok)).collect();
+        let mut open: Vec<usize> = Vec::new();
+        for (i, pair) in pairs.iter().enumerate() {
+            if verdicts[i].is_none() && !open.iter().any(|&j| pairs[j] == *pair) {
+                open.push(i);
+            }
+        }
+        for chunk in open.chunks(batch::MAX_PAIRS) {
+            if let [i] = chunk {
+                verdicts[*i] = Some(self.judge(&pairs[*i].0, &pairs[*i].1).await.map_err(|e| e.to_string()));
+                continue;
+            }
+            let asked: Vec<(String, String)> = chunk.iter().map(|&i| pairs[i].clone()).collect();
+            match self.ask_batch(&asked).await {
+                Ok(labels) => {
+                    for (&i, label) in chunk.iter().zip(labels) {
+                        let verdict = label.map(NliVerdict::certain);
+                        if let Some(v) = verdict {
+                            self.remember(pairs[i].clone(), v);
+                        }
+                        verdicts[i] =
+                            Some(verdict.ok_or_else(|| "the judge's reply gave this claim no label".to_string()));
+                    }
+                }
+                Err(e) => {
+                    for &i in chunk {
+                        verdicts[i] = Some(Err(e.to_string()));
+                    }
+                }
+            }
+        }
+        (0..pairs.len())
+            .map(|i| {
+                // A repeated pair takes the verdict of its first occurrence.
+                let first = pairs.iter().position(|p| *p == pairs[i]).unwrap_or(i);
+                match verdicts[i].clone().or_else(|| verdicts[first].clone()) {
+                    Some(Ok(v)) => Ok(v),
+                    Some(Err(e)) => Err(Error::backend(&self.name, BackendErrorKind::Malformed, e)),
+                    None => Err(Error::backend(&self.name, BackendErrorKind::Malformed, "the pair was not judged")),
+                }
+            })
+            .collect()
+    }
+}
+
+impl LlmNli {
+    /// One `nli_judge_batch` request for `pairs`: a label per pair, in order.
+    async fn ask_batch(&self, pairs: &[(String, String)]) -> Result<Vec<Option<NliLabel>>> {
+        let (texts, claims) = batch::render(pairs);
+        let prompt = self.prompts.render("nli_judge_batch", &[("texts", &texts), ("claims", &claims)])?;
+        let mut messages = Vec::with_capacity(2);
+        if let Some(system) = self.prompts.template("system").filter(|s| !s.trim().is_empty()) {
+            messages.push(ChatMessage::system(system));
+        }
+        messages.push(ChatMessage::user(prompt));
+        let params = GenParams {
+            temperature: 0.0,
+            top_p: 1.0,
+            max_tokens: 12 * pairs.len() as u32 + 8,
+            n: 1,
+            grammar: Some(batch::grammar(pairs.len())),
+            response_schema: Some(batch::json_schema(pairs.len())),
+            ..GenParams::default()
+        };
+        self.llm_calls.fetch_add(1, Ordering::SeqCst);
+        let response = self.model.send("nli_judge", None, ChatRequest::new(messages, params)).await?;
+        Ok(batch::read_labels(response.text(), pairs.len()))
     }
 }
 
@@ -273,6 +349,78 @@ mod tests {
         assert_eq!(llm.calls().len(), 2);
         assert_eq!(rec.stats().llm_calls, 2, "judge calls are metered into the trace");
         assert!(llm.calls()[0].contains("Premise: Paris is the capital of France"));
+    }
+
+    /// Replies to a batch with a label per claim: entailment when the claim's words are in its
+    /// text (read back from the prompt), else neutral; claims whose number is over `answers` get none.
+    struct BatchJudge {
+        answers: usize,
+        requests: Mutex<Vec<ChatRequest>>,
+    }
+
+    #[async_trait]
+    impl Llm for BatchJudge {
+        fn name(&self) -> &str {
+            "batch-judge"
+        }
+        async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+            self.requests.lock().unwrap().push(request.clone());
+            let prompt = &request.messages.last().expect("a prompt").content;
+            let claims = prompt.split("Claims:\n").nth(1).expect("claims").split("\n\n").next().unwrap_or("");
+            let labels: Vec<String> = claims
+                .lines()
+                .filter_map(|line| {
+                    let (number, rest) = line.split_once(". (text ")?;
+                    let (letter, claim) = rest.split_once(") ")?;
+                    let text = prompt.split(&format!("Text {letter}:\n")).nth(1)?.split("\n\n").next()?;
+                    let label = if text.contains(claim) { "entailment" } else { "neutral" };
+                    (number.parse::<usize>().ok()? <= self.answers).then(|| format!("\"{number}\":\"{label}\""))
+                })
+                .collect();
+            let choice = Completion { text: format!("{{{}}}", labels.join(",")), ..Default::default() };
+            Ok(ChatResponse { choices: vec![choice], ..Default::default() })
+        }
+    }
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items.iter().map(|(p, h)| (p.to_string(), h.to_string())).collect()
+    }
+
+    #[tokio::test]
+    async fn several_pairs_are_judged_in_one_constrained_request_and_cached() {
+        let llm = Arc::new(BatchJudge { answers: usize::MAX, requests: Mutex::new(Vec::new()) });
+        let rec = Recorder::new("q", "hgot");
+        let nli = LlmNli::new(Arc::new(Meter::new(llm.clone(), rec.clone(), 1000)), Arc::new(Prompts::default()));
+        let asked = pairs(&[
+            ("Paris is the capital of France.", "the capital of France"),
+            ("Rome is in Italy.", "Rome is in Spain"),
+            ("Paris is the capital of France.", "the capital of France"),
+            ("Rome is in Italy.", "in Italy"),
+        ]);
+        let verdicts: Vec<NliLabel> =
+            nli.judge_all(&asked).await.into_iter().map(|v| v.expect("verdict").label()).collect();
+        assert_eq!(verdicts, [NliLabel::Entailment, NliLabel::Neutral, NliLabel::Entailment, NliLabel::Entailment]);
+        {
+            let requests = llm.requests.lock().unwrap();
+            assert_eq!(requests.len(), 1, "one request for the three distinct pairs");
+            assert_eq!(requests[0].params.grammar.as_deref(), Some(batch::grammar(3).as_str()));
+            assert_eq!(requests[0].params.response_schema, Some(batch::json_schema(3)));
+        }
+        assert_eq!(nli.judge("Rome is in Italy.", "in Italy").await.expect("cached").label(), NliLabel::Entailment);
+        assert_eq!(nli.llm_calls(), 1, "judged pairs come from the cache");
+        assert_eq!(rec.stats().llm_calls, 1, "the request is metered");
+    }
+
+    #[tokio::test]
+    async fn a_claim_the_batch_reply_leaves_out_is_an_error_for_that_pair_alone() {
+        let llm = Arc::new(BatchJudge { answers: 1, requests: Mutex::new(Vec::new()) });
+        let nli = LlmNli::new(
+            Arc::new(Meter::new(llm.clone(), Recorder::new("q", "hgot"), 1000)),
+            Arc::new(Prompts::default()),
+        );
+        let verdicts = nli.judge_all(&pairs(&[("A b.", "A b."), ("C d.", "E f.")])).await;
+        assert_eq!(verdicts[0].as_ref().expect("labelled").label(), NliLabel::Entailment);
+        assert_eq!(verdicts[1].as_ref().expect_err("left out").backend_kind(), Some(BackendErrorKind::Malformed));
     }
 
     #[tokio::test]

@@ -19,6 +19,7 @@
 //! | `search_request` (`[Search(query)]` or a sentence) | [`sentence::parse_search_request`] |
 //! | `query` | [`sentence::clean_query`] |
 //! | `nli_label` | [`crate::nli_judge::parse_label`] |
+//! | `nli_labels` (a label per numbered claim, one JSON object) | [`crate::nli_judge::batch::read_labels`] |
 //! | `typed_plan` (the question's structure as one JSON object) | [`plan::read_plan`] |
 //! | `typed_value` (an ISO date, a number, yes/no, or `NO!`) | [`values`] |
 //! | `agent_turn` (`<search>query</search>` or `<answer>…</answer>`) | [`agent::read_turn`] |

@@ -72,8 +72,16 @@ const TOQD_PAPER_TEMPLATES: &[&str] = &[
     "toqd_summary",
     "toqd_format_short",
 ];
-const HGOT_TEMPLATES: &[&str] =
-    &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"];
+const HGOT_TEMPLATES: &[&str] = &[
+    "hgot_probe",
+    "hgot_plan",
+    "hgot_reflect",
+    "hgot_formalize",
+    "hgot_rewrite",
+    "hgot_infer",
+    "nli_judge",
+    "nli_judge_batch",
+];
 const SELF_ASK_TEMPLATES: &[&str] =
     &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"];
 const PLAN_SOLVE_TEMPLATES: &[&str] = &["plan_solve", "plan_solve_rtr"];

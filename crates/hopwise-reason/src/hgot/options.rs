@@ -71,6 +71,10 @@ pub struct HgotOptions {
     pub uncited_entailment: bool,
     /// NLI judgements allowed per question; beyond it a citation counts as unsupported (noted).
     pub max_nli_calls: u64,
+    /// Judge a vote's new (premise, statement) pairs of one round in one request, where the NLI
+    /// can (the LLM judge can: `nli_judge_batch`, grammar-constrained). Off: one request per pair,
+    /// as ALCE's NLI model judges them.
+    pub batch_judgements: bool,
     /// A JSONL pool of solved examples (`{question, rationale, answer, steps?, passages?}`); none
     /// means zero-shot.
     pub demonstrations: Option<PathBuf>,
@@ -101,6 +105,7 @@ impl Default for HgotOptions {
             formalize: true,
             uncited_entailment: false,
             max_nli_calls: 300,
+            batch_judgements: false,
             demonstrations: None,
             demo_count: 3,
             demo_selection: DemoSelection::Knn,

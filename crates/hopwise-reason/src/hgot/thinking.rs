@@ -3,7 +3,7 @@
 
 use hopwise_core::{GenParams, Passage, Repair};
 
-use super::citations::{parse_thought, score_citations, CitationScore, Thought};
+use super::citations::{parse_thought, score_all, CitationScore, Thought};
 use super::{update_detail, Outcome, Run, ScoredPassage};
 use crate::ctx::format_passages;
 use crate::details::hgot::{SigmaEntry, ThoughtSample, ThoughtsRecord};
@@ -118,12 +118,9 @@ impl Run<'_> {
             let vote = weighted_vote(&answers, &vec![1.0; answers.len()]);
             return Ok(Deliberation { samples, vote, nu_bar: vec![0.0; passages.len()], unjudged });
         }
-        // Every sample's citations are judged at once; the judge asks each distinct pair once.
-        let scores =
-            futures::future::join_all(thoughts.iter().map(|(_, thought)| {
-                score_citations(&thought.rationale, passages, &self.judge, opts.uncited_entailment)
-            }))
-            .await;
+        // Every sample's citations are judged together; the judge asks each distinct pair once.
+        let rationales: Vec<&str> = thoughts.iter().map(|(_, thought)| thought.rationale.as_str()).collect();
+        let scores = score_all(&rationales, passages, &self.judge, opts.uncited_entailment).await;
         let mut samples = Vec::with_capacity(thoughts.len());
         for (i, ((raw, thought), citations)) in thoughts.into_iter().zip(scores).enumerate() {
             let dangling: Vec<usize> = citations.statements.iter().flat_map(|s| s.dangling.iter().copied()).collect();

@@ -41,7 +41,7 @@ fn passage(text: &str) -> Passage {
 
 fn judge(limit: u64) -> (Judge, Recorder) {
     let rec = Recorder::new("q", "hgot");
-    (Judge::new(Arc::new(WordNli), rec.clone(), limit), rec)
+    (Judge::new(Arc::new(WordNli), rec.clone(), limit, false), rec)
 }
 
 #[test]
@@ -163,7 +163,7 @@ async fn uncited_entailment_and_caps() {
 #[tokio::test]
 async fn a_failing_judge_counts_as_unsupported_and_is_noted_once() {
     let rec = Recorder::new("q", "hgot");
-    let j = Judge::new(Arc::new(DownNli), rec.clone(), 10);
+    let j = Judge::new(Arc::new(DownNli), rec.clone(), 10, false);
     let s = score_citations("A is B [1]. C is D [1].", &[passage("A is B. C is D.")], &j, false).await;
     assert_eq!(s.recall, 0.0);
     assert_eq!(rec.snapshot().notes.iter().filter(|n| n.contains("failed")).count(), 1);
@@ -219,20 +219,93 @@ async fn samples_judged_at_once_ask_each_pair_once_and_score_as_one_at_a_time() 
         "Spielberg was born in Cincinnati [2][1].",
     ];
     let one_at_a_time = Arc::new(SlowCountingNli::default());
-    let judge = Judge::new(one_at_a_time.clone(), Recorder::new("q", "hgot"), 300);
+    let judge = Judge::new(one_at_a_time.clone(), Recorder::new("q", "hgot"), 300, false);
     let mut expected = Vec::new();
     for r in rationales {
         expected.push(score_citations(r, &passages, &judge, true).await);
     }
     let at_once = Arc::new(SlowCountingNli::default());
     let rec = Recorder::new("q", "hgot");
-    let judge = Judge::new(at_once.clone(), rec.clone(), 300);
+    let judge = Judge::new(at_once.clone(), rec.clone(), 300, false);
     let scores =
         futures::future::join_all(rationales.iter().map(|r| score_citations(r, &passages, &judge, true))).await;
     assert_eq!(scores, expected);
     assert_eq!(at_once.calls.load(SeqCst), one_at_a_time.calls.load(SeqCst), "each distinct pair once");
     assert_eq!(judge.calls(), at_once.calls.load(SeqCst) as u64);
     assert_eq!(rec.snapshot().stats.nli_calls, judge.calls());
-    assert_eq!(one_at_a_time.most_at_once.load(SeqCst), 1);
     assert!(at_once.most_at_once.load(SeqCst) > 1, "the judgements overlapped");
+}
+
+/// `WordNli` that also judges several pairs in one request, counting requests and pairs.
+#[derive(Default)]
+struct BatchingNli {
+    requests: std::sync::atomic::AtomicUsize,
+    pairs: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl Nli for BatchingNli {
+    fn name(&self) -> &str {
+        "batching-words"
+    }
+    async fn judge(&self, premise: &str, hypothesis: &str) -> hopwise_core::Result<NliVerdict> {
+        self.requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.pairs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        WordNli.judge(premise, hypothesis).await
+    }
+    async fn judge_all(&self, pairs: &[(String, String)]) -> Vec<hopwise_core::Result<NliVerdict>> {
+        self.requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.pairs.fetch_add(pairs.len(), std::sync::atomic::Ordering::SeqCst);
+        let mut verdicts = Vec::new();
+        for (p, h) in pairs {
+            verdicts.push(WordNli.judge(p, h).await);
+        }
+        verdicts
+    }
+}
+
+#[tokio::test]
+async fn batched_rounds_score_as_pairs_one_at_a_time_in_at_most_three_requests() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let passages = [
+        passage("Jaws was directed by Steven Spielberg"),
+        passage("Spielberg was born in Cincinnati, Ohio"),
+        passage("Ohio is a state"),
+    ];
+    let rationales = [
+        "Jaws was directed by Spielberg [1]. Spielberg was born in Cincinnati [2].",
+        "Jaws was directed by Spielberg [1][3]. He was born in Ohio [2][3].",
+        "Spielberg was born in Cincinnati [2][1]. Ohio is a state [4].",
+        "No citation here.",
+    ];
+    for uncited in [false, true] {
+        let single = Arc::new(BatchingNli::default());
+        let judge = Judge::new(single.clone(), Recorder::new("q", "hgot"), 300, false);
+        let mut expected = Vec::new();
+        for r in rationales {
+            expected.push(score_citations(r, &passages, &judge, uncited).await);
+        }
+        let batching = Arc::new(BatchingNli::default());
+        let rec = Recorder::new("q", "hgot");
+        let judge = Judge::new(batching.clone(), rec.clone(), 300, true);
+        assert_eq!(score_all(&rationales, &passages, &judge, uncited).await, expected);
+        assert_eq!(batching.pairs.load(SeqCst), single.pairs.load(SeqCst), "the same pairs");
+        assert_eq!(rec.snapshot().stats.nli_calls as usize, batching.pairs.load(SeqCst), "judgements are pairs");
+        let requests = batching.requests.load(SeqCst);
+        assert!((2..=3).contains(&requests), "support, alone, others: {requests} requests");
+        assert!(single.requests.load(SeqCst) > 3 * requests, "{} single requests", single.requests.load(SeqCst));
+    }
+}
+
+#[tokio::test]
+async fn a_batch_that_reaches_the_cap_judges_only_the_pairs_it_allows() {
+    let passages = [passage("Jaws was directed by Steven Spielberg"), passage("Spielberg was born in Cincinnati")];
+    let rationales = ["Jaws was directed by Spielberg [1].", "Spielberg was born in Cincinnati [2]."];
+    let nli = Arc::new(BatchingNli::default());
+    let rec = Recorder::new("q", "hgot");
+    let judge = Judge::new(nli.clone(), rec.clone(), 1, true);
+    let scores = score_all(&rationales, &passages, &judge, false).await;
+    assert_eq!(scores.iter().map(|s| s.recall).collect::<Vec<_>>(), [1.0, 0.0]);
+    assert_eq!(nli.pairs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(rec.snapshot().notes.iter().any(|n| n.contains("max_nli_calls")));
 }
