@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use hopwise_core::RewriteMethod;
 use hopwise_models::OpenAiConfig;
 
-use crate::settings::{path_or_blank, section};
+use crate::settings::{path_or_blank, section, FlagValue};
 use crate::{for_another_server, Config, LlmConfig, RetrieverKind};
 
 section! {
@@ -90,9 +90,9 @@ impl ModelOverrides {
     /// Edits the selected backend, or selects a new `cli` one for `--base-url`.
     pub(crate) fn apply_to(&self, config: &mut Config) {
         let selected = config.general.llm.clone();
-        let blank = |v: &Option<String>| v.as_deref().filter(|s| !s.trim().is_empty()).map(str::to_string);
-        if let Some(url) = blank(&self.base_url) {
-            let model = blank(&self.model).unwrap_or_else(|| "default".into());
+        let given = |v: &Option<String>| v.clone().filter(|s| !s.is_blank());
+        if let Some(url) = given(&self.base_url) {
+            let model = given(&self.model).unwrap_or_else(|| "default".into());
             let mut cfg = match config.llms.get(&selected) {
                 Some(LlmConfig::Openai(current)) => for_another_server(current, &url, &model),
                 _ => OpenAiConfig::new(url, model),
@@ -101,7 +101,7 @@ impl ModelOverrides {
             cfg.api_key_env = std::env::var_os("OPENAI_API_KEY").map(|_| "OPENAI_API_KEY".into());
             config.llms.insert("cli".into(), LlmConfig::Openai(cfg));
             config.general.llm = "cli".into();
-        } else if let Some(m) = blank(&self.model) {
+        } else if let Some(m) = given(&self.model) {
             match config.llms.get_mut(&selected) {
                 Some(LlmConfig::Local { model, .. }) | Some(LlmConfig::Openai(OpenAiConfig { model, .. })) => {
                     *model = m

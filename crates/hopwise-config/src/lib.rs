@@ -377,27 +377,10 @@ const REFERENCE_END: &str = "<!-- settings:end -->";
 /// The generated block of `docs/configuration.md`: every key of the file with its default, flag,
 /// variable and meaning, and the model flags, each from its one declaration.
 pub fn reference_block() -> String {
-    use clap::Args;
-    let defaults = |value: std::result::Result<toml::Table, toml::ser::Error>| value.unwrap_or_default();
     let top_level = [
-        settings::reference_table(
-            "",
-            GeneralSettings::KEYS,
-            &defaults(toml::Table::try_from(GeneralSettings::default())),
-            &GeneralOverrides::augment_args(clap::Command::new("general")),
-        ),
-        settings::reference_table(
-            "",
-            RunSettings::KEYS,
-            &defaults(toml::Table::try_from(RunSettings::default())),
-            &RunOverrides::augment_args(clap::Command::new("run")),
-        ),
-        settings::reference_table(
-            "",
-            RetrievalSettings::KEYS,
-            &defaults(toml::Table::try_from(RetrievalSettings::default())),
-            &RetrievalOverrides::augment_args(clap::Command::new("retrieval")),
-        ),
+        section_reference::<GeneralSettings, GeneralOverrides>("", GeneralSettings::KEYS),
+        section_reference::<RunSettings, RunOverrides>("", RunSettings::KEYS),
+        section_reference::<RetrievalSettings, RetrievalOverrides>("", RetrievalSettings::KEYS),
     ];
     // One table: the groups differ only in where their flags apply, which `--help` says.
     let top_level = top_level
@@ -411,30 +394,21 @@ pub fn reference_block() -> String {
             }
         })
         .collect::<String>();
-    let budget = settings::reference_table(
-        "budget",
-        BudgetConfig::KEYS,
-        &defaults(toml::Table::try_from(BudgetConfig::default())),
-        &BudgetOverrides::augment_args(clap::Command::new("budget")),
-    );
-    let model = settings::flag_table(&ModelOverrides::augment_args(clap::Command::new("model")));
-    let serve = settings::reference_table(
-        "serve",
-        ServeConfig::KEYS,
-        &defaults(toml::Table::try_from(ServeConfig::default())),
-        &ServeOverrides::augment_args(clap::Command::new("serve")),
-    );
-    let remote = settings::reference_table(
-        "remote",
-        RemoteConfig::KEYS,
-        &defaults(toml::Table::try_from(RemoteConfig::default())),
-        &RemoteOverrides::augment_args(clap::Command::new("remote")),
-    );
+    let budget = section_reference::<BudgetConfig, BudgetOverrides>("budget", BudgetConfig::KEYS);
+    let model = settings::flag_table(&<ModelOverrides as clap::Args>::augment_args(clap::Command::new("model")));
+    let serve = section_reference::<ServeConfig, ServeOverrides>("serve", ServeConfig::KEYS);
+    let remote = section_reference::<RemoteConfig, RemoteOverrides>("remote", RemoteConfig::KEYS);
     format!(
         "{REFERENCE_BEGIN}\n### Top-level keys\n\n{top_level}\n### `[budget]`\n\n{budget}\n### `[llms.NAME]` from flags\n\n\
          These flags edit the backend that `llm` selects; the file sets the same fields in its `[llms.NAME]`.\n\n{model}\n\
          ### `[serve]`\n\n{serve}\n### `[remote]`\n\n{remote}{REFERENCE_END}"
     )
+}
+
+/// The reference table of one section: its keys with their defaults and flags.
+fn section_reference<S: Default + serde::Serialize, O: clap::Args>(table: &str, keys: &[settings::Key]) -> String {
+    let defaults = toml::Table::try_from(S::default()).unwrap_or_default();
+    settings::reference_table(table, keys, &defaults, &O::augment_args(clap::Command::new("section")))
 }
 
 /// Every top-level key is a group's key or a table: an unknown one (a typo) is an error naming the
