@@ -1,5 +1,6 @@
 //! HGOT's cost per question — model requests, NLI judgements, tokens, seconds — for several sample
-//! counts `m`, with the `m` samples in one shared request (`n = m`) or in `m` requests.
+//! counts `m`, with the `m` samples in one shared request (`n = m`) or in `m` requests, and the NLI
+//! judgements asked a pair per request or each round of a vote in one request (`batch_judgements`).
 //!
 //! The model is the scripted one with a fixed latency per request (a stand-in for a remote
 //! backend), the NLI is the LLM judge over the same model, the retriever the static one; so the
@@ -33,6 +34,16 @@ fn script(prompt: &str, i: u32) -> String {
     let q = prompt.rsplit("Question: ").next().and_then(|s| s.lines().next()).unwrap_or("").trim();
     if prompt.contains("Hypothesis:") {
         return if i % 7 == 6 { "neutral" } else { "entail" }.into();
+    }
+    if prompt.contains("\nClaims:\n") {
+        let claims = prompt.lines().filter(|l| l.split_once(". (text ").is_some_and(|(n, _)| n.parse::<u32>().is_ok()));
+        let labels: Vec<String> = claims
+            .enumerate()
+            .map(|(k, _)| {
+                format!("\"{}\":\"{}\"", k + 1, if (i + k as u32) % 7 == 6 { "neutral" } else { "entailment" })
+            })
+            .collect();
+        return format!("{{{}}}", labels.join(","));
     }
     if prompt.contains("Reason about the question") {
         return match i % 3 {
@@ -78,55 +89,56 @@ async fn main() {
     ]));
     println!("latency {latency_ms} ms per request; scripted model; LLM NLI judge; max_depth 2");
     println!(
-        "| m | sampling | answer | requests | of which NLI | nli_calls | prompt tokens | completion tokens | wall ms |"
+        "| m | sampling | judging | answer | requests | of which NLI | nli_calls | prompt tokens | completion tokens | wall ms |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for m in [1u32, 5, 10, 20] {
-        for shared in [true, false] {
-            if m == 1 && !shared {
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let runs = [1u32, 5, 10, 20].into_iter().flat_map(|m| {
+        [(true, false), (false, false), (true, true)].into_iter().map(move |(shared, batch)| (m, shared, batch))
+    });
+    for (m, shared, batch) in runs {
+        if m == 1 && (!shared || batch) {
+            continue;
+        }
+        let llm = ScriptedLlm::new().on_fn("", script).latency(Duration::from_millis(latency_ms));
+        let mut options = StrategyOptions::default();
+        options.set("samples", serde_json::json!(m));
+        options.set("shared_sampling", serde_json::json!(shared));
+        options.set("batch_judgements", serde_json::json!(batch));
+        if m == 1 {
+            options.set("temperature", serde_json::json!(0.0));
+        }
+        let strategy = match build("hgot", &options) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("m = {m}: {e}");
                 continue;
             }
-            let llm = ScriptedLlm::new().on_fn("", script).latency(Duration::from_millis(latency_ms));
-            let mut options = StrategyOptions::default();
-            options.set("samples", serde_json::json!(m));
-            options.set("shared_sampling", serde_json::json!(shared));
-            if m == 1 {
-                options.set("temperature", serde_json::json!(0.0));
+        };
+        let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), Recorder::new(QUESTION, "hgot"))
+            .with_retriever(Some(retriever.clone()));
+        let trace = match run(strategy.as_ref(), &ctx, QUESTION).await {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("m = {m}: {e}");
+                continue;
             }
-            let strategy = match build("hgot", &options) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("m = {m}: {e}");
-                    continue;
-                }
-            };
-            let ctx = Ctx::new(Arc::new(llm), Arc::new(Prompts::default()), Recorder::new(QUESTION, "hgot"))
-                .with_retriever(Some(retriever.clone()));
-            let trace = match run(strategy.as_ref(), &ctx, QUESTION).await {
-                Ok(t) => t,
-                Err(e) => {
-                    eprintln!("m = {m}: {e}");
-                    continue;
-                }
-            };
-            let judge = trace
-                .events
-                .iter()
-                .filter(
-                    |e| matches!(&e.kind, hopwise_core::EventKind::LlmCall { purpose, .. } if purpose == "nli_judge"),
-                )
-                .count();
-            let s = &trace.stats;
-            println!(
-                "| {m} | {} | {} | {} | {judge} | {} | {} | {} | {} |",
-                if shared { "shared (n = m)" } else { "m requests" },
-                trace.answer,
-                s.llm_calls,
-                s.nli_calls,
-                s.prompt_tokens,
-                s.completion_tokens,
-                s.wall_ms
-            );
-        }
+        };
+        let judge = trace
+            .events
+            .iter()
+            .filter(|e| matches!(&e.kind, hopwise_core::EventKind::LlmCall { purpose, .. } if purpose == "nli_judge"))
+            .count();
+        let s = &trace.stats;
+        println!(
+            "| {m} | {} | {} | {} | {} | {judge} | {} | {} | {} | {} |",
+            if shared { "shared (n = m)" } else { "m requests" },
+            if batch { "batched" } else { "pairs" },
+            trace.answer,
+            s.llm_calls,
+            s.nli_calls,
+            s.prompt_tokens,
+            s.completion_tokens,
+            s.wall_ms
+        );
     }
 }
