@@ -38,6 +38,16 @@ pub const MAX_CITATIONS: usize = 3;
 /// One pair's judgement, finished or in flight: entailed or not, or why the judge failed.
 type Judgement = Shared<BoxFuture<'static, Result<bool, String>>>;
 
+/// Where one asked pair's verdict comes from.
+enum Slot {
+    /// Asked before (finished or in flight).
+    Known(Judgement),
+    /// New in this round: the `k`-th of the pairs now asked.
+    Fresh(usize),
+    /// Beyond `max_nli_calls`: not asked, not entailed.
+    Refused,
+}
+
 /// Per-question NLI access for citation scoring: cache, counter, cap.
 pub struct Judge {
     nli: Arc<dyn Nli>,
@@ -87,24 +97,31 @@ impl Judge {
         let pending: Vec<Option<Judgement>> = {
             let Ok(mut cache) = self.cache.lock() else { return vec![false; pairs.len()] };
             let mut fresh: Vec<(String, String)> = Vec::new();
-            let mut slots: Vec<Result<Judgement, Option<usize>>> = Vec::with_capacity(pairs.len());
+            let mut slots: Vec<Slot> = Vec::with_capacity(pairs.len());
             for pair in pairs {
                 if let Some(judged) = cache.get(pair) {
-                    slots.push(Ok(judged.clone()));
+                    slots.push(Slot::Known(judged.clone()));
                 } else if let Some(k) = fresh.iter().position(|f| f == pair) {
-                    slots.push(Err(Some(k)));
+                    slots.push(Slot::Fresh(k));
                 } else if self.allow() {
                     fresh.push(pair.clone());
-                    slots.push(Err(Some(fresh.len() - 1)));
+                    slots.push(Slot::Fresh(fresh.len() - 1));
                 } else {
-                    slots.push(Err(None));
+                    slots.push(Slot::Refused);
                 }
             }
             let asked = self.ask(fresh.clone());
-            for (k, pair) in fresh.into_iter().enumerate() {
-                cache.insert(pair, asked[k].clone());
+            for (pair, judged) in fresh.into_iter().zip(&asked) {
+                cache.insert(pair, judged.clone());
             }
-            slots.into_iter().map(|slot| slot.map_or_else(|k| k.map(|k| asked[k].clone()), Some)).collect()
+            slots
+                .into_iter()
+                .map(|slot| match slot {
+                    Slot::Known(judged) => Some(judged),
+                    Slot::Fresh(k) => Some(asked[k].clone()),
+                    Slot::Refused => None,
+                })
+                .collect()
         };
         let verdicts = futures::future::join_all(pending.into_iter().map(|judged| async move {
             match judged {
