@@ -262,10 +262,29 @@ impl Run<'_> {
     }
 }
 
+/// Every template HGOT may render.
+pub(crate) const TEMPLATES: &[&str] = &[
+    "hgot_probe",
+    "hgot_plan",
+    "hgot_reflect",
+    "hgot_formalize",
+    "hgot_rewrite",
+    "hgot_infer",
+    "nli_judge",
+    "nli_judge_batch",
+];
+/// The templates without `batch_judgements`.
+const PAIRWISE_TEMPLATES: &[&str] =
+    &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"];
+
 #[async_trait]
 impl Strategy for Hgot {
     fn name(&self) -> &str {
         self.name
+    }
+
+    fn templates(&self) -> Option<&'static [&'static str]> {
+        Some(if self.opts.batch_judgements { TEMPLATES } else { PAIRWISE_TEMPLATES })
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {

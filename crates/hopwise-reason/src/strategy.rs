@@ -72,16 +72,6 @@ const TOQD_PAPER_TEMPLATES: &[&str] = &[
     "toqd_summary",
     "toqd_format_short",
 ];
-const HGOT_TEMPLATES: &[&str] = &[
-    "hgot_probe",
-    "hgot_plan",
-    "hgot_reflect",
-    "hgot_formalize",
-    "hgot_rewrite",
-    "hgot_infer",
-    "nli_judge",
-    "nli_judge_batch",
-];
 const SELF_ASK_TEMPLATES: &[&str] =
     &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"];
 const PLAN_SOLVE_TEMPLATES: &[&str] = &["plan_solve", "plan_solve_rtr"];
@@ -154,7 +144,7 @@ pub const STRATEGIES: &[StrategySpec] = &[
         uses_embedder: true,
         uses_nli: true,
         path_options: &["demonstrations"],
-        ..row("hgot", "HGOT: probe the question (cited thoughts, citation-weighted vote); a confident probe answers; otherwise recursive plans of dependent search steps, and the graph's answer replaces the probe's only when more confident", true, HGOT_TEMPLATES, |o| {
+        ..row("hgot", "HGOT: probe the question (cited thoughts, citation-weighted vote); a confident probe answers; otherwise recursive plans of dependent search steps, and the graph's answer replaces the probe's only when more confident", true, crate::hgot::TEMPLATES, |o| {
             Ok(Box::new(crate::hgot::Hgot::new(o.parse("hgot")?)?))
         })
     },
@@ -162,7 +152,7 @@ pub const STRATEGIES: &[StrategySpec] = &[
         uses_embedder: true,
         uses_nli: true,
         path_options: &["demonstrations"],
-        ..row("hgot-paper", "HGOT as the paper runs it: recursive plan/search/infer over a hierarchical dependency graph until depth or graph size stops it; thoughts weighed by citation quality, passages by σ", true, HGOT_TEMPLATES, |o| {
+        ..row("hgot-paper", "HGOT as the paper runs it: recursive plan/search/infer over a hierarchical dependency graph until depth or graph size stops it; thoughts weighed by citation quality, passages by σ", true, crate::hgot::TEMPLATES, |o| {
             let opts: crate::hgot::HgotOptions = o.parse("hgot-paper")?;
             Ok(Box::new(crate::hgot::Hgot::named("hgot-paper", opts.paper(&o.0))?))
         })
