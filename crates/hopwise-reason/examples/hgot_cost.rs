@@ -126,7 +126,7 @@ async fn main() {
         let judge = trace
             .events
             .iter()
-            .filter(|e| matches!(&e.kind, hopwise_core::EventKind::LlmCall { purpose, .. } if purpose == "nli_judge"))
+            .filter(|e| matches!(&e.kind, hopwise_core::EventKind::LlmCall { purpose, .. } if purpose.starts_with("nli_judge")))
             .count();
         let s = &trace.stats;
         println!(

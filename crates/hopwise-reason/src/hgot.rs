@@ -262,7 +262,7 @@ impl Run<'_> {
     }
 }
 
-/// Every template HGOT may render.
+/// Every template HGOT may render (`nli_judge_batch`, last, only with `batch_judgements`).
 pub(crate) const TEMPLATES: &[&str] = &[
     "hgot_probe",
     "hgot_plan",
@@ -274,8 +274,10 @@ pub(crate) const TEMPLATES: &[&str] = &[
     "nli_judge_batch",
 ];
 /// The templates without `batch_judgements`.
-const PAIRWISE_TEMPLATES: &[&str] =
-    &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"];
+const PAIRWISE_TEMPLATES: &[&str] = match TEMPLATES.split_last() {
+    Some((_, pairwise)) => pairwise,
+    None => TEMPLATES,
+};
 
 #[async_trait]
 impl Strategy for Hgot {

@@ -94,49 +94,53 @@ impl Nli for LlmNli {
         Ok(verdict)
     }
 
-    /// Pairs not judged before go in requests of up to [`batch::MAX_PAIRS`] (`nli_judge_batch`,
-    /// grammar-constrained); a lone pair goes through [`Nli::judge`], which reads label
-    /// probabilities. A label the reply lacks is an error for that pair alone.
+    /// Pairs not judged before go in concurrent requests of up to [`batch::MAX_PAIRS`]
+    /// (`nli_judge_batch`, grammar-constrained), whose verdicts are labels taken as certain; a
+    /// request left with a lone pair goes through [`Nli::judge`], which reads label probabilities.
+    /// A label the reply lacks is an error for that pair alone.
     async fn judge_all(&self, pairs: &[(String, String)]) -> Vec<Result<NliVerdict>> {
-        let mut verdicts: Vec<Option<std::result::Result<NliVerdict, String>>> =
-            pairs.iter().map(|pair| self.cached(pair).map(Ok)).collect();
+        type Judged = std::result::Result<NliVerdict, (BackendErrorKind, String)>;
+        let failed = |e: Error| (e.backend_kind().unwrap_or(BackendErrorKind::Malformed), e.to_string());
         let mut open: Vec<usize> = Vec::new();
         for (i, pair) in pairs.iter().enumerate() {
-            if verdicts[i].is_none() && !open.iter().any(|&j| pairs[j] == *pair) {
+            if self.cached(pair).is_none() && !open.iter().any(|&j| pairs[j] == *pair) {
                 open.push(i);
             }
         }
-        for chunk in open.chunks(batch::MAX_PAIRS) {
+        let chunks = open.chunks(batch::MAX_PAIRS).map(|chunk| async move {
             if let [i] = chunk {
-                verdicts[*i] = Some(self.judge(&pairs[*i].0, &pairs[*i].1).await.map_err(|e| e.to_string()));
-                continue;
+                return vec![(*i, self.judge(&pairs[*i].0, &pairs[*i].1).await.map_err(failed))];
             }
             let asked: Vec<(String, String)> = chunk.iter().map(|&i| pairs[i].clone()).collect();
             match self.ask_batch(&asked).await {
-                Ok(labels) => {
-                    for (&i, label) in chunk.iter().zip(labels) {
+                Ok(labels) => chunk
+                    .iter()
+                    .zip(labels)
+                    .map(|(&i, label)| {
                         let verdict = label.map(NliVerdict::certain);
                         if let Some(v) = verdict {
                             self.remember(pairs[i].clone(), v);
                         }
-                        verdicts[i] =
-                            Some(verdict.ok_or_else(|| "the judge's reply gave this claim no label".to_string()));
-                    }
-                }
+                        let missing =
+                            || (BackendErrorKind::Malformed, "the judge's reply gave this claim no label".into());
+                        (i, verdict.ok_or_else(missing))
+                    })
+                    .collect(),
                 Err(e) => {
-                    for &i in chunk {
-                        verdicts[i] = Some(Err(e.to_string()));
-                    }
+                    let (kind, message) = failed(e);
+                    chunk.iter().map(|&i| (i, Err((kind, message.clone())))).collect::<Vec<(usize, Judged)>>()
                 }
             }
-        }
-        (0..pairs.len())
-            .map(|i| {
+        });
+        let judged: Vec<(usize, Judged)> = futures::future::join_all(chunks).await.into_iter().flatten().collect();
+        pairs
+            .iter()
+            .map(|pair| {
                 // A repeated pair takes the verdict of its first occurrence.
-                let first = pairs.iter().position(|p| *p == pairs[i]).unwrap_or(i);
-                match verdicts[i].clone().or_else(|| verdicts[first].clone()) {
+                let asked = judged.iter().find(|(i, _)| pairs[*i] == *pair).map(|(_, v)| v.clone());
+                match asked.or_else(|| self.cached(pair).map(Ok)) {
                     Some(Ok(v)) => Ok(v),
-                    Some(Err(e)) => Err(Error::backend(&self.name, BackendErrorKind::Malformed, e)),
+                    Some(Err((kind, message))) => Err(Error::backend(&self.name, kind, message)),
                     None => Err(Error::backend(&self.name, BackendErrorKind::Malformed, "the pair was not judged")),
                 }
             })
@@ -157,14 +161,14 @@ impl LlmNli {
         let params = GenParams {
             temperature: 0.0,
             top_p: 1.0,
-            max_tokens: 12 * pairs.len() as u32 + 8,
+            max_tokens: batch::reply_tokens(pairs.len()),
             n: 1,
             grammar: Some(batch::grammar(pairs.len())),
             response_schema: Some(batch::json_schema(pairs.len())),
             ..GenParams::default()
         };
         self.llm_calls.fetch_add(1, Ordering::SeqCst);
-        let response = self.model.send("nli_judge", None, ChatRequest::new(messages, params)).await?;
+        let response = self.model.send("nli_judge_batch", None, ChatRequest::new(messages, params)).await?;
         Ok(batch::read_labels(response.text(), pairs.len()))
     }
 }

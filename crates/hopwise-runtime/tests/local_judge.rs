@@ -35,7 +35,7 @@ async fn a_batch_of_pairs_is_one_constrained_request_with_a_label_per_pair() {
     let calls: Vec<_> = trace.events.iter().filter(|e| matches!(e.kind, EventKind::LlmCall { .. })).collect();
     assert_eq!(calls.len(), 1, "one request for the three pairs");
     assert!(
-        matches!(&calls[0].kind, EventKind::LlmCall { purpose, grammar: true, .. } if purpose == "nli_judge"),
+        matches!(&calls[0].kind, EventKind::LlmCall { purpose, grammar: true, .. } if purpose == "nli_judge_batch"),
         "{:?}",
         calls[0].kind
     );

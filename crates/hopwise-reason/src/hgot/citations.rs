@@ -16,9 +16,9 @@
 //! `stats.nli_calls`, capped by `max_nli_calls`; a failed or refused judgement counts as "not
 //! entailed" and is noted once in the trace. Judgements may be asked concurrently (a batching engine
 //! then serves them together): a pair already being judged is awaited, not asked again, so the
-//! judgements are the distinct pairs, as when asked one at a time. A batching judge asks each
-//! round's new pairs of a vote in one request ([`Nli::judge_all`]); the rounds are the statements'
-//! support, then each citation of a supported statement alone, then the others without it.
+//! judgements are the distinct pairs, as when asked one at a time. A vote's samples are scored
+//! together in three rounds ([`score_all`]); with `batch_judgements` each round's new pairs go to
+//! the NLI in one [`Nli::judge_all`] call (the LLM judge asks them in as few requests as it can).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -88,14 +88,15 @@ impl Judge {
     /// Does `premise` entail `hypothesis`? False when the judge fails or the cap is reached.
     pub async fn entails(&self, premise: &str, hypothesis: &str) -> bool {
         let pair = (premise.to_string(), hypothesis.to_string());
-        self.entails_all(std::slice::from_ref(&pair)).await.first().copied().unwrap_or(false)
+        self.entails_all(std::slice::from_ref(&pair)).await.first().copied().flatten().unwrap_or(false)
     }
 
-    /// Does each premise entail its hypothesis? Pairs not asked before are asked together: in one
-    /// request when batching, else concurrently, one request each.
-    pub async fn entails_all(&self, pairs: &[(String, String)]) -> Vec<bool> {
+    /// Does each premise entail its hypothesis? `None` where the cap refused the pair or the judge
+    /// failed. Pairs not asked before are asked together: in one [`Nli::judge_all`] call when
+    /// batching, else concurrently, one [`Nli::judge`] each.
+    pub async fn entails_all(&self, pairs: &[(String, String)]) -> Vec<Option<bool>> {
         let pending: Vec<Option<Judgement>> = {
-            let Ok(mut cache) = self.cache.lock() else { return vec![false; pairs.len()] };
+            let Ok(mut cache) = self.cache.lock() else { return vec![None; pairs.len()] };
             let mut fresh: Vec<(String, String)> = Vec::new();
             let mut slots: Vec<Slot> = Vec::with_capacity(pairs.len());
             for pair in pairs {
@@ -125,15 +126,15 @@ impl Judge {
         };
         let verdicts = futures::future::join_all(pending.into_iter().map(|judged| async move {
             match judged {
-                Some(judged) => judged.await,
-                None => Ok(false),
+                Some(judged) => Some(judged.await),
+                None => None,
             }
         }))
         .await;
         verdicts
             .into_iter()
-            .map(|verdict| match verdict {
-                Ok(entailed) => entailed,
+            .map(|verdict| match verdict? {
+                Ok(entailed) => Some(entailed),
                 Err(e) => {
                     if !self.error_noted.swap(true, Ordering::SeqCst) {
                         self.rec.note(format!(
@@ -141,7 +142,7 @@ impl Judge {
                             self.name()
                         ));
                     }
-                    false
+                    None
                 }
             })
             .collect()
@@ -162,8 +163,8 @@ impl Judge {
         true
     }
 
-    /// The judgements of `pairs`, not yet started: one request for all of them when batching (and
-    /// there are several), else one each.
+    /// The judgements of `pairs`, not yet started: one [`Nli::judge_all`] call for all of them when
+    /// batching (and there are several), else one [`Nli::judge`] each.
     fn ask(&self, pairs: Vec<(String, String)>) -> Vec<Judgement> {
         if !self.batch || pairs.len() < 2 {
             return pairs
@@ -238,7 +239,8 @@ impl Scoring {
         Self { claim: statement.claim, capped, valid, dangling }
     }
 
-    fn judged(&self) -> bool {
+    /// Whether its support is judged at all: it cites, and every citation names a passage.
+    fn judgeable(&self) -> bool {
         !self.valid.is_empty() && self.dangling.is_empty()
     }
 
@@ -247,71 +249,83 @@ impl Scoring {
     }
 }
 
-/// The verdicts of one round of pairs, added to `known`.
-async fn settle(judge: &Judge, asks: Vec<(String, String)>, known: &mut HashMap<(String, String), bool>) {
-    let asks: Vec<(String, String)> = asks.into_iter().filter(|a| !known.contains_key(a)).collect();
-    let verdicts = judge.entails_all(&asks).await;
-    known.extend(asks.into_iter().zip(verdicts));
+/// The verdicts asked so far for one set of passages: `None` where the judge was refused (the cap)
+/// or failed, which is evidence neither way.
+struct Verdicts<'a> {
+    texts: Vec<String>,
+    judge: &'a Judge,
+    known: HashMap<(String, String), Option<bool>>,
+}
+
+impl Verdicts<'_> {
+    /// The premise of the passages numbered `numbers` (from 1).
+    fn premise(&self, numbers: &[usize]) -> String {
+        let texts = numbers.iter().filter_map(|n| n.checked_sub(1).and_then(|i| self.texts.get(i)));
+        texts.cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    fn get(&self, numbers: &[usize], claim: &str) -> Option<bool> {
+        self.known.get(&(self.premise(numbers), claim.to_string())).copied().flatten()
+    }
+
+    fn supported(&self, s: &Scoring) -> bool {
+        s.judgeable() && self.get(&s.valid, &s.claim) == Some(true)
+    }
+
+    /// Asks the pairs (passage numbers, claim) not asked before, as one round.
+    async fn settle(&mut self, asks: Vec<(Vec<usize>, String)>) {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for (numbers, claim) in asks {
+            let pair = (self.premise(&numbers), claim);
+            if !self.known.contains_key(&pair) && !pairs.contains(&pair) {
+                pairs.push(pair);
+            }
+        }
+        let verdicts = self.judge.entails_all(&pairs).await;
+        self.known.extend(pairs.into_iter().zip(verdicts));
+    }
 }
 
 /// Scores several rationales written from the same passages. Their judgements are asked in three
-/// rounds shared by all of them: every statement's support (and, with `uncited_entailment`, each
-/// uncited passage against it), then each citation of a supported statement alone, then, for a
-/// citation that does not support it alone, the others without it.
+/// rounds shared by all of them: every statement's support (then, with `uncited_entailment`, each
+/// uncited passage against it), then each citation of a supported statement with several citations
+/// alone, then, for a citation that does not support it alone, the others without it. Under the
+/// `max_nli_calls` cap the later rounds are refused first; a refused judgement makes no citation
+/// relevant.
 pub async fn score_all(
     rationales: &[&str],
     passages: &[Passage],
     judge: &Judge,
     uncited_entailment: bool,
 ) -> Vec<CitationScore> {
-    let texts: Vec<String> = passages.iter().map(premise).collect();
-    let joined = |numbers: &[usize]| {
-        numbers
-            .iter()
-            .filter_map(|n| n.checked_sub(1).and_then(|i| texts.get(i)))
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let mut verdicts = Verdicts { texts: passages.iter().map(premise).collect(), judge, known: HashMap::new() };
     let rationales: Vec<Vec<Scoring>> = rationales
         .iter()
         .map(|r| split_statements(r).into_iter().map(|s| Scoring::new(s, passages.len())).collect())
         .collect();
-    let all = || rationales.iter().flatten();
-    let mut known = HashMap::new();
-    let mut asks = Vec::new();
-    for s in all() {
-        if uncited_entailment {
-            let uncited = (1..=passages.len()).filter(|n| !s.valid.contains(n));
-            asks.extend(uncited.map(|n| (texts[n - 1].clone(), s.claim.clone())));
-        }
-        if s.judged() {
-            asks.push((joined(&s.valid), s.claim.clone()));
-        }
+    let statements = || rationales.iter().flatten();
+    let uncited = |s: &Scoring| (1..=passages.len()).filter(|n| !s.valid.contains(n)).collect::<Vec<_>>();
+    let mut asks: Vec<(Vec<usize>, String)> =
+        statements().filter(|s| s.judgeable()).map(|s| (s.valid.clone(), s.claim.clone())).collect();
+    if uncited_entailment {
+        asks.extend(statements().flat_map(|s| uncited(s).into_iter().map(|n| (vec![n], s.claim.clone()))));
     }
-    settle(judge, asks, &mut known).await;
-    let verdict = |known: &HashMap<(String, String), bool>, numbers: &[usize], claim: &str| {
-        known.get(&(joined(numbers), claim.to_string())).copied().unwrap_or(false)
-    };
-    let supported =
-        |known: &HashMap<(String, String), bool>, s: &Scoring| s.judged() && verdict(known, &s.valid, &s.claim);
-    // A lone citation carries the whole support; otherwise it is relevant when it entails alone,
-    // or when the others without it do not.
-    let multi = |known: &HashMap<(String, String), bool>| {
-        all().filter(|s| supported(known, s) && s.capped.len() > 1).collect::<Vec<_>>()
-    };
-    let asks = multi(&known).iter().flat_map(|s| s.capped.iter().map(|&n| (joined(&[n]), s.claim.clone()))).collect();
-    settle(judge, asks, &mut known).await;
-    let asks = multi(&known)
-        .iter()
+    verdicts.settle(asks).await;
+    let supported_multi_cited =
+        |v: &Verdicts| statements().filter(|s| v.supported(s) && s.capped.len() > 1).collect::<Vec<_>>();
+    let asks = supported_multi_cited(&verdicts)
+        .into_iter()
+        .flat_map(|s| s.capped.iter().map(|&n| (vec![n], s.claim.clone())))
+        .collect();
+    verdicts.settle(asks).await;
+    let asks = supported_multi_cited(&verdicts)
+        .into_iter()
         .flat_map(|s| {
-            s.capped
-                .iter()
-                .filter(|&&n| !verdict(&known, &[n], &s.claim))
-                .map(|&n| (joined(&s.others(n)), s.claim.clone()))
+            let alone_fails = |n: &&usize| verdicts.get(&[**n], &s.claim) != Some(true);
+            s.capped.iter().filter(alone_fails).map(|&n| (s.others(n), s.claim.clone())).collect::<Vec<_>>()
         })
         .collect();
-    settle(judge, asks, &mut known).await;
+    verdicts.settle(asks).await;
     rationales
         .into_iter()
         .map(|statements| {
@@ -324,30 +338,33 @@ pub async fn score_all(
                     support[n - 1] += 1;
                 }
                 if uncited_entailment {
-                    for n in (1..=passages.len()).filter(|n| !s.valid.contains(n)) {
-                        if known.get(&(texts[n - 1].clone(), s.claim.clone())).copied().unwrap_or(false) {
+                    for n in uncited(&s) {
+                        if verdicts.get(&[n], &s.claim) == Some(true) {
                             support[n - 1] += 1;
                         }
                     }
                 }
-                let is_supported = supported(&known, &s);
-                let relevant: Vec<bool> = if !is_supported {
+                let supported = verdicts.supported(&s);
+                // A lone citation carries the whole support; otherwise it is relevant when it
+                // entails alone, or when the others without it do not.
+                let relevant: Vec<bool> = if !supported {
                     vec![false; s.capped.len()]
                 } else if s.capped.len() == 1 {
                     vec![true]
                 } else {
-                    s.capped
-                        .iter()
-                        .map(|&n| verdict(&known, &[n], &s.claim) || !verdict(&known, &s.others(n), &s.claim))
-                        .collect()
+                    let relevant = |n: usize| {
+                        verdicts.get(&[n], &s.claim) == Some(true)
+                            || verdicts.get(&s.others(n), &s.claim) == Some(false)
+                    };
+                    s.capped.iter().map(|&n| relevant(n)).collect()
                 };
-                supported_count += usize::from(is_supported);
+                supported_count += usize::from(supported);
                 relevant_count += relevant.iter().filter(|r| **r).count();
                 scored.push(StatementScore {
                     claim: s.claim,
                     citations: s.capped,
                     dangling: s.dangling,
-                    supported: is_supported,
+                    supported,
                     relevant,
                 });
             }

@@ -71,9 +71,10 @@ pub struct HgotOptions {
     pub uncited_entailment: bool,
     /// NLI judgements allowed per question; beyond it a citation counts as unsupported (noted).
     pub max_nli_calls: u64,
-    /// Judge a vote's new (premise, statement) pairs of one round in one request, where the NLI
-    /// can (the LLM judge can: `nli_judge_batch`, grammar-constrained). Off: one request per pair,
-    /// as ALCE's NLI model judges them.
+    /// Judge a vote's new (premise, statement) pairs of one round together, where the NLI can: the
+    /// LLM judge asks them in grammar-constrained `nli_judge_batch` requests of up to 12 pairs, and
+    /// its verdicts are then labels without probabilities. Off: one request per pair, as ALCE's NLI
+    /// model judges them.
     pub batch_judgements: bool,
     /// A JSONL pool of solved examples (`{question, rationale, answer, steps?, passages?}`); none
     /// means zero-shot.

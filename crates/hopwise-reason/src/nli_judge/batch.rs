@@ -10,8 +10,15 @@ use hopwise_core::NliLabel;
 
 use super::parse_label;
 
-/// Most pairs one request judges; more are split into several requests.
+/// Most pairs one request judges; more are split into several requests. It bounds the prompt (each
+/// pair may bring its own passages) so that a small judge's context still holds every claim's text.
 pub const MAX_PAIRS: usize = 12;
+
+/// Tokens a reply to `n` claims may take: an entry like `"12":"contradiction",` is at most about ten
+/// tokens in common tokenizers, plus the braces; the grammar ends the reply itself.
+pub fn reply_tokens(n: usize) -> u32 {
+    12 * n as u32 + 8
+}
 
 const LABEL_WORDS: [&str; 3] = ["entailment", "neutral", "contradiction"];
 
@@ -75,8 +82,10 @@ pub fn json_schema(n: usize) -> serde_json::Value {
 /// failing that lines that start with a claim's number.
 pub fn read_labels(text: &str, n: usize) -> Vec<Option<NliLabel>> {
     let mut labels = vec![None; n];
-    let json = text.find('{').zip(text.rfind('}')).filter(|(a, b)| a < b).map(|(a, b)| &text[a..=b]);
-    if let Some(serde_json::Value::Object(map)) = json.and_then(|j| serde_json::from_str(j).ok()) {
+    let json = text.find('{').and_then(|start| {
+        serde_json::Deserializer::from_str(&text[start..]).into_iter::<serde_json::Value>().next()?.ok()
+    });
+    if let Some(serde_json::Value::Object(map)) = json {
         for (key, value) in map {
             let slot = key.trim().parse::<usize>().ok().filter(|k| (1..=n).contains(k));
             if let (Some(k), Some(word)) = (slot, value.as_str()) {
@@ -86,7 +95,7 @@ pub fn read_labels(text: &str, n: usize) -> Vec<Option<NliLabel>> {
         return labels;
     }
     for line in text.lines() {
-        let line = line.trim_start_matches(|c: char| !c.is_ascii_digit() && !c.is_alphabetic());
+        let line = line.trim_start_matches(|c: char| !c.is_ascii_digit());
         let digits: String = line.chars().take_while(|c| c.is_ascii_digit()).collect();
         let Some(k) = digits.parse::<usize>().ok().filter(|k| (1..=n).contains(k)) else { continue };
         if labels[k - 1].is_none() {
@@ -137,8 +146,10 @@ mod tests {
     fn labels_are_read_from_the_object_or_from_numbered_lines() {
         let read = read_labels(r#"{"1":"entailment","3":"contradiction","9":"neutral"}"#, 3);
         assert_eq!(read, [Some(NliLabel::Entailment), None, Some(NliLabel::Contradiction)]);
-        let read = read_labels("1: neutral\n2. Entailment\n- 3 contradiction\n2: neutral", 3);
+        let read = read_labels("1: neutral\n2. Entailment\nClaim 3: contradiction\n2: neutral", 3);
         assert_eq!(read, [Some(NliLabel::Neutral), Some(NliLabel::Entailment), Some(NliLabel::Contradiction)]);
+        let trailing = read_labels("Labels: {\"1\": \"neutral\", \"2\": \"entailment\"} (then {more}).", 2);
+        assert_eq!(trailing, [Some(NliLabel::Neutral), Some(NliLabel::Entailment)]);
         assert_eq!(read_labels("I cannot tell.", 2), [None, None]);
     }
 }

@@ -99,7 +99,12 @@ impl Llm for BatchJudge {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         self.requests.lock().unwrap().push(request.clone());
         let prompt = &request.messages.last().expect("a prompt").content;
-        let claims = prompt.split("Claims:\n").nth(1).expect("claims").split("\n\n").next().unwrap_or("");
+        let Some(claims) = prompt.split("Claims:\n").nth(1) else {
+            // A lone pair, asked with the one-pair template.
+            let choice = Completion { text: "entailment".into(), ..Default::default() };
+            return Ok(ChatResponse { choices: vec![choice], ..Default::default() });
+        };
+        let claims = claims.split("\n\n").next().unwrap_or("");
         let labels: Vec<String> = claims
             .lines()
             .filter_map(|line| {
@@ -152,6 +157,52 @@ async fn a_claim_the_batch_reply_leaves_out_is_an_error_for_that_pair_alone() {
     let verdicts = nli.judge_all(&pairs(&[("A b.", "A b."), ("C d.", "E f.")])).await;
     assert_eq!(verdicts[0].as_ref().expect("labelled").label(), NliLabel::Entailment);
     assert_eq!(verdicts[1].as_ref().expect_err("left out").backend_kind(), Some(BackendErrorKind::Malformed));
+}
+
+#[tokio::test]
+async fn more_pairs_than_a_request_holds_go_in_several_and_a_lone_one_alone() {
+    let llm = Arc::new(BatchJudge { answers: usize::MAX, requests: Mutex::new(Vec::new()) });
+    let rec = Recorder::new("q", "hgot");
+    let nli = LlmNli::new(Arc::new(Meter::new(llm.clone(), rec.clone(), 1000)), Arc::new(Prompts::default()));
+    let asked: Vec<(String, String)> =
+        (0..=batch::MAX_PAIRS).map(|i| (format!("Text number {i}."), format!("number {i}"))).collect();
+    let verdicts = nli.judge_all(&asked).await;
+    assert!(verdicts.iter().all(|v| v.as_ref().is_ok_and(|v| v.label() == NliLabel::Entailment)));
+    let requests = llm.requests.lock().unwrap();
+    assert_eq!(requests.len(), 2);
+    let grammars: Vec<bool> = requests.iter().map(|r| r.params.grammar.is_some()).collect();
+    assert_eq!(grammars.iter().filter(|g| **g).count(), 1, "one batch of {}, one lone pair", batch::MAX_PAIRS);
+    let purposes: Vec<String> = rec
+        .snapshot()
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            hopwise_core::EventKind::LlmCall { purpose, .. } => Some(purpose.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut purposes = purposes;
+    purposes.sort();
+    assert_eq!(purposes, ["nli_judge", "nli_judge_batch"]);
+}
+
+#[tokio::test]
+async fn a_failed_batch_request_is_an_error_of_its_kind_for_each_of_its_pairs() {
+    struct Down;
+    #[async_trait]
+    impl Llm for Down {
+        fn name(&self) -> &str {
+            "down"
+        }
+        async fn chat(&self, _: &ChatRequest) -> Result<ChatResponse> {
+            Err(Error::backend("down", BackendErrorKind::Connection, "refused"))
+        }
+    }
+    let nli = judge(Down, &Recorder::new("q", "hgot"));
+    let verdicts = nli.judge_all(&pairs(&[("A b.", "A b."), ("C d.", "E f.")])).await;
+    for v in verdicts {
+        assert_eq!(v.expect_err("down").backend_kind(), Some(BackendErrorKind::Connection));
+    }
 }
 
 #[tokio::test]

@@ -204,36 +204,91 @@ impl Nli for SlowCountingNli {
     }
 }
 
-#[tokio::test]
-async fn samples_judged_at_once_ask_each_pair_once_and_score_as_one_at_a_time() {
-    use std::sync::atomic::Ordering::SeqCst;
-    let passages = [
-        passage("Jaws was directed by Steven Spielberg"),
-        passage("Spielberg was born in Cincinnati, Ohio"),
-        passage("Ohio is a state"),
-    ];
-    let rationales = [
-        "Jaws was directed by Spielberg [1]. Spielberg was born in Cincinnati [2].",
-        "Jaws was directed by Spielberg [1]. Spielberg was born in Cincinnati [2].",
-        "Jaws was directed by Spielberg [1][3]. He was born in Ohio [2][3].",
-        "Spielberg was born in Cincinnati [2][1].",
-    ];
-    let one_at_a_time = Arc::new(SlowCountingNli::default());
-    let judge = Judge::new(one_at_a_time.clone(), Recorder::new("q", "hgot"), 300, false);
-    let mut expected = Vec::new();
-    for r in rationales {
-        expected.push(score_citations(r, &passages, &judge, true).await);
+/// ALCE's rules applied one statement at a time, each judgement asked on its own: the reference the
+/// rounds of [`score_all`] must agree with when no cap is reached.
+async fn score_one_statement_at_a_time(
+    rationale: &str,
+    passages: &[Passage],
+    nli: &dyn Nli,
+    uncited: bool,
+) -> CitationScore {
+    let entails = |premise: String, claim: String| async move {
+        nli.judge(&premise, &claim).await.is_ok_and(|v| v.label() == NliLabel::Entailment)
+    };
+    let joined = |numbers: &[usize]| numbers.iter().map(|&n| premise(&passages[n - 1])).collect::<Vec<_>>().join("\n");
+    let mut out = CitationScore { support: vec![0; passages.len()], ..Default::default() };
+    let (mut supported_count, mut citations, mut relevant_count) = (0, 0, 0);
+    for statement in split_statements(rationale) {
+        let capped: Vec<usize> = statement.citations.iter().copied().take(MAX_CITATIONS).collect();
+        let (valid, dangling): (Vec<usize>, Vec<usize>) =
+            capped.iter().partition(|&&n| (1..=passages.len()).contains(&n));
+        citations += capped.len();
+        for &n in &valid {
+            out.support[n - 1] += 1;
+        }
+        for n in (1..=passages.len()).filter(|n| uncited && !valid.contains(n)) {
+            if entails(joined(&[n]), statement.claim.clone()).await {
+                out.support[n - 1] += 1;
+            }
+        }
+        let supported =
+            !valid.is_empty() && dangling.is_empty() && entails(joined(&valid), statement.claim.clone()).await;
+        let mut relevant = vec![false; capped.len()];
+        if supported {
+            supported_count += 1;
+            for (k, &n) in capped.iter().enumerate() {
+                let others: Vec<usize> = capped.iter().copied().filter(|&m| m != n).collect();
+                relevant[k] = capped.len() == 1
+                    || entails(joined(&[n]), statement.claim.clone()).await
+                    || !entails(joined(&others), statement.claim.clone()).await;
+            }
+        }
+        relevant_count += relevant.iter().filter(|r| **r).count();
+        out.statements.push(StatementScore {
+            claim: statement.claim,
+            citations: capped,
+            dangling,
+            supported,
+            relevant,
+        });
     }
-    let at_once = Arc::new(SlowCountingNli::default());
-    let rec = Recorder::new("q", "hgot");
-    let judge = Judge::new(at_once.clone(), rec.clone(), 300, false);
-    let scores =
-        futures::future::join_all(rationales.iter().map(|r| score_citations(r, &passages, &judge, true))).await;
-    assert_eq!(scores, expected);
-    assert_eq!(at_once.calls.load(SeqCst), one_at_a_time.calls.load(SeqCst), "each distinct pair once");
-    assert_eq!(judge.calls(), at_once.calls.load(SeqCst) as u64);
-    assert_eq!(rec.snapshot().stats.nli_calls, judge.calls());
-    assert!(at_once.most_at_once.load(SeqCst) > 1, "the judgements overlapped");
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    out.recall = ratio(supported_count, out.statements.len());
+    out.precision = ratio(relevant_count, citations);
+    out
+}
+
+const JAWS: [&str; 3] =
+    ["Jaws was directed by Steven Spielberg", "Spielberg was born in Cincinnati, Ohio", "Ohio is a state"];
+const RATIONALES: [&str; 6] = [
+    "Jaws was directed by Spielberg [1]. Spielberg was born in Cincinnati [2].",
+    "Jaws was directed by Spielberg [1]. Spielberg was born in Cincinnati [2].",
+    "Jaws was directed by Spielberg [1][3]. He was born in Ohio [2][3].",
+    "Spielberg was born in Cincinnati [2][1]. Ohio is a state [4].",
+    "Jaws was directed by Spielberg in Ohio [1][2][3].",
+    "No citation here.",
+];
+
+#[tokio::test]
+async fn a_vote_scored_together_matches_each_statement_scored_alone_and_asks_each_pair_once() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let passages = JAWS.map(passage);
+    for uncited in [false, true] {
+        let reference = SlowCountingNli::default();
+        let mut expected = Vec::new();
+        for r in RATIONALES {
+            expected.push(score_one_statement_at_a_time(r, &passages, &reference, uncited).await);
+        }
+        let together = Arc::new(SlowCountingNli::default());
+        let rec = Recorder::new("q", "hgot");
+        let judge = Judge::new(together.clone(), rec.clone(), 300, false);
+        assert_eq!(score_all(&RATIONALES, &passages, &judge, uncited).await, expected, "uncited = {uncited}");
+        let distinct = judge.calls();
+        assert!(distinct < reference.calls.load(SeqCst) as u64, "repeated pairs are asked once");
+        assert_eq!(together.calls.load(SeqCst) as u64, distinct);
+        assert_eq!(rec.snapshot().stats.nli_calls, distinct);
+        assert!(together.most_at_once.load(SeqCst) > 1, "a round's judgements overlap");
+    }
 }
 
 /// `WordNli` that also judges several pairs in one request, counting requests and pairs.
@@ -265,47 +320,39 @@ impl Nli for BatchingNli {
 }
 
 #[tokio::test]
-async fn batched_rounds_score_as_pairs_one_at_a_time_in_at_most_three_requests() {
+async fn batched_rounds_give_the_same_scores_in_one_request_per_round() {
     use std::sync::atomic::Ordering::SeqCst;
-    let passages = [
-        passage("Jaws was directed by Steven Spielberg"),
-        passage("Spielberg was born in Cincinnati, Ohio"),
-        passage("Ohio is a state"),
-    ];
-    let rationales = [
-        "Jaws was directed by Spielberg [1]. Spielberg was born in Cincinnati [2].",
-        "Jaws was directed by Spielberg [1][3]. He was born in Ohio [2][3].",
-        "Spielberg was born in Cincinnati [2][1]. Ohio is a state [4].",
-        "No citation here.",
-    ];
+    let passages = JAWS.map(passage);
     for uncited in [false, true] {
-        let single = Arc::new(BatchingNli::default());
-        let judge = Judge::new(single.clone(), Recorder::new("q", "hgot"), 300, false);
-        let mut expected = Vec::new();
-        for r in rationales {
-            expected.push(score_citations(r, &passages, &judge, uncited).await);
-        }
+        let pairwise = Arc::new(BatchingNli::default());
+        let judge = Judge::new(pairwise.clone(), Recorder::new("q", "hgot"), 300, false);
+        let expected = score_all(&RATIONALES, &passages, &judge, uncited).await;
         let batching = Arc::new(BatchingNli::default());
         let rec = Recorder::new("q", "hgot");
         let judge = Judge::new(batching.clone(), rec.clone(), 300, true);
-        assert_eq!(score_all(&rationales, &passages, &judge, uncited).await, expected);
-        assert_eq!(batching.pairs.load(SeqCst), single.pairs.load(SeqCst), "the same pairs");
+        assert_eq!(score_all(&RATIONALES, &passages, &judge, uncited).await, expected);
+        assert_eq!(batching.pairs.load(SeqCst), pairwise.pairs.load(SeqCst), "the same pairs");
         assert_eq!(rec.snapshot().stats.nli_calls as usize, batching.pairs.load(SeqCst), "judgements are pairs");
-        let requests = batching.requests.load(SeqCst);
-        assert!((2..=3).contains(&requests), "support, alone, others: {requests} requests");
-        assert!(single.requests.load(SeqCst) > 3 * requests, "{} single requests", single.requests.load(SeqCst));
+        // Support; each citation alone; the others without one (only the three-citation statement).
+        assert_eq!(batching.requests.load(SeqCst), 3, "one request per round");
+        assert_eq!(pairwise.requests.load(SeqCst), pairwise.pairs.load(SeqCst));
     }
 }
 
 #[tokio::test]
-async fn a_batch_that_reaches_the_cap_judges_only_the_pairs_it_allows() {
+async fn under_the_cap_support_is_judged_first_and_a_refused_judgement_makes_nothing_relevant() {
     let passages = [passage("Jaws was directed by Steven Spielberg"), passage("Spielberg was born in Cincinnati")];
-    let rationales = ["Jaws was directed by Spielberg [1].", "Spielberg was born in Cincinnati [2]."];
-    let nli = Arc::new(BatchingNli::default());
-    let rec = Recorder::new("q", "hgot");
-    let judge = Judge::new(nli.clone(), rec.clone(), 1, true);
-    let scores = score_all(&rationales, &passages, &judge, false).await;
-    assert_eq!(scores.iter().map(|s| s.recall).collect::<Vec<_>>(), [1.0, 0.0]);
-    assert_eq!(nli.pairs.load(std::sync::atomic::Ordering::SeqCst), 1);
-    assert!(rec.snapshot().notes.iter().any(|n| n.contains("max_nli_calls")));
+    // Two judgements: both supports; the relevance of [1] and [2] is refused.
+    let rationales = ["Jaws was directed by Spielberg [1][2].", "Spielberg was born in Cincinnati [2]."];
+    for batch in [false, true] {
+        let nli = Arc::new(BatchingNli::default());
+        let rec = Recorder::new("q", "hgot");
+        let judge = Judge::new(nli.clone(), rec.clone(), 2, batch);
+        let scores = score_all(&rationales, &passages, &judge, false).await;
+        assert_eq!(scores.iter().map(|s| s.recall).collect::<Vec<_>>(), [1.0, 1.0]);
+        assert_eq!(scores[0].statements[0].relevant, [false, false], "refused, not evidence");
+        assert_eq!(scores[1].precision, 1.0, "a lone citation carries the support");
+        assert_eq!(nli.pairs.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert!(rec.snapshot().notes.iter().any(|n| n.contains("max_nli_calls")));
+    }
 }
