@@ -14,10 +14,11 @@ use super::parse_label;
 /// pair may bring its own passages) so that a small judge's context still holds every claim's text.
 pub const MAX_PAIRS: usize = 12;
 
-/// Tokens a reply to `n` claims may take: an entry like `"12":"contradiction",` is at most about ten
-/// tokens in common tokenizers, plus the braces; the grammar ends the reply itself.
+/// Tokens a reply to `n` claims may take: an entry like `"12": "contradiction",` with its spacing
+/// is at most about a dozen tokens in common tokenizers, plus the braces; the grammar ends the
+/// reply itself.
 pub fn reply_tokens(n: usize) -> u32 {
-    12 * n as u32 + 8
+    16 * n as u32 + 8
 }
 
 const LABEL_WORDS: [&str; 3] = ["entailment", "neutral", "contradiction"];
@@ -58,11 +59,17 @@ pub fn render(pairs: &[(String, String)]) -> (String, String) {
 }
 
 /// The GBNF grammar of a reply to `n` claims: `{"1":"entailment","2":"neutral",…}`, every number
-/// once and in order.
+/// once and in order. It allows the spacing models write JSON with (a space or a line break and
+/// indentation between tokens), so the engine's unconstrained choice usually passes it and the
+/// whole vocabulary is filtered only where it does not.
 pub fn grammar(n: usize) -> String {
-    let entries: Vec<String> = (1..=n).map(|i| format!("\"\\\"{i}\\\":\" label")).collect();
+    let entries: Vec<String> = (1..=n).map(|i| format!("\"\\\"{i}\\\":\" ws label")).collect();
     let labels: Vec<String> = LABEL_WORDS.iter().map(|w| format!("\"\\\"{w}\\\"\"")).collect();
-    format!("root ::= \"{{\" {} \"}}\"\nlabel ::= {}\n", entries.join(" \",\" "), labels.join(" | "))
+    format!(
+        "root ::= \"{{\" ws {} ws \"}}\"\nlabel ::= {}\nws ::= [ \\n]? [ ]? [ ]? [ ]? [ ]?\n",
+        entries.join(" ws \",\" ws "),
+        labels.join(" | ")
+    )
 }
 
 /// The same format as a JSON Schema.
@@ -132,7 +139,12 @@ mod tests {
     #[test]
     fn the_grammar_names_every_claim_in_order() {
         let g = grammar(2);
-        assert!(g.starts_with("root ::= \"{\" \"\\\"1\\\":\" label \",\" \"\\\"2\\\":\" label \"}\""), "{g}");
+        assert_eq!(
+            g.lines().next(),
+            Some(r#"root ::= "{" ws "\"1\":" ws label ws "," ws "\"2\":" ws label ws "}""#),
+            "{g}"
+        );
+        assert!(g.contains("ws ::= [ \\n]? [ ]? [ ]? [ ]? [ ]?"), "{g}");
         assert!(
             g.contains("label ::= \"\\\"entailment\\\"\" | \"\\\"neutral\\\"\" | \"\\\"contradiction\\\"\""),
             "{g}"
