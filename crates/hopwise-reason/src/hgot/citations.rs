@@ -80,6 +80,11 @@ impl Judge {
         self.nli.name()
     }
 
+    /// Whether a round's new pairs are asked together.
+    pub fn batches(&self) -> bool {
+        self.batch
+    }
+
     /// Judgements asked of the NLI so far (cache hits excluded).
     pub fn calls(&self) -> u64 {
         self.calls.load(Ordering::SeqCst)
@@ -289,7 +294,8 @@ impl Verdicts<'_> {
 /// Scores several rationales written from the same passages. Their judgements are asked in three
 /// rounds shared by all of them: every statement's support (then, with `uncited_entailment`, each
 /// uncited passage against it), then each citation of a supported statement with several citations
-/// alone, then, for a citation that does not support it alone, the others without it. Under the
+/// alone, then, for a citation that does not support it alone, the others without it. A batching
+/// judge asks the second round with the first, so a vote usually costs one request. Under the
 /// `max_nli_calls` cap the later rounds are refused first; a refused judgement makes no citation
 /// relevant.
 pub async fn score_all(
@@ -307,6 +313,12 @@ pub async fn score_all(
     let uncited = |s: &Scoring| (1..=passages.len()).filter(|n| !s.valid.contains(n)).collect::<Vec<_>>();
     let mut asks: Vec<(Vec<usize>, String)> =
         statements().filter(|s| s.judgeable()).map(|s| (s.valid.clone(), s.claim.clone())).collect();
+    if judge.batches() {
+        // Asked with the support, a multi-cited statement's citations alone cost judgements when it
+        // turns out unsupported, but save the vote a request.
+        let multi_cited = statements().filter(|s| s.judgeable() && s.capped.len() > 1);
+        asks.extend(multi_cited.flat_map(|s| s.capped.iter().map(|&n| (vec![n], s.claim.clone()))));
+    }
     if uncited_entailment {
         asks.extend(statements().flat_map(|s| uncited(s).into_iter().map(|n| (vec![n], s.claim.clone()))));
     }

@@ -73,8 +73,9 @@ pub struct HgotOptions {
     pub max_nli_calls: u64,
     /// Judge a vote's new (premise, statement) pairs of one round together, where the NLI can: the
     /// LLM judge asks them in grammar-constrained `nli_judge_batch` requests of up to 12 pairs, and
-    /// its verdicts are then labels without probabilities. Off: one request per pair, as ALCE's NLI
-    /// model judges them.
+    /// its verdicts are then labels without probabilities. The citations of a multi-cited statement
+    /// are judged alone in the same round as its support, which costs judgements when it turns out
+    /// unsupported and saves a request. Off: one request per pair, as ALCE's NLI model judges them.
     pub batch_judgements: bool,
     /// A JSONL pool of solved examples (`{question, rationale, answer, steps?, passages?}`); none
     /// means zero-shot.

@@ -320,7 +320,7 @@ impl Nli for BatchingNli {
 }
 
 #[tokio::test]
-async fn batched_rounds_give_the_same_scores_in_one_request_per_round() {
+async fn batched_rounds_give_the_same_scores_in_two_requests() {
     use std::sync::atomic::Ordering::SeqCst;
     let passages = JAWS.map(passage);
     for uncited in [false, true] {
@@ -331,11 +331,13 @@ async fn batched_rounds_give_the_same_scores_in_one_request_per_round() {
         let rec = Recorder::new("q", "hgot");
         let judge = Judge::new(batching.clone(), rec.clone(), 300, true);
         assert_eq!(score_all(&RATIONALES, &passages, &judge, uncited).await, expected);
-        assert_eq!(batching.pairs.load(SeqCst), pairwise.pairs.load(SeqCst), "the same pairs");
         assert_eq!(rec.snapshot().stats.nli_calls as usize, batching.pairs.load(SeqCst), "judgements are pairs");
-        // Support; each citation alone; the others without one (only the three-citation statement).
-        assert_eq!(batching.requests.load(SeqCst), 3, "one request per round");
+        // Support with each multi-cited statement's citations alone; the others without one (only
+        // the three-citation statement needs them).
+        assert_eq!(batching.requests.load(SeqCst), 2);
         assert_eq!(pairwise.requests.load(SeqCst), pairwise.pairs.load(SeqCst));
+        // Every multi-cited statement here is supported, so asking their citations early costs none.
+        assert_eq!(batching.pairs.load(SeqCst), pairwise.pairs.load(SeqCst), "the same pairs");
     }
 }
 
@@ -355,4 +357,22 @@ async fn under_the_cap_support_is_judged_first_and_a_refused_judgement_makes_not
         assert_eq!(nli.pairs.load(std::sync::atomic::Ordering::SeqCst), 2);
         assert!(rec.snapshot().notes.iter().any(|n| n.contains("max_nli_calls")));
     }
+}
+
+#[tokio::test]
+async fn batching_asks_an_unsupported_statements_citations_alone_too_and_scores_it_the_same() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let passages = JAWS.map(passage);
+    let rationale = ["Rome is in Italy [1][2]."];
+    let mut scores = Vec::new();
+    let mut pairs = Vec::new();
+    for batch in [false, true] {
+        let nli = Arc::new(BatchingNli::default());
+        let judge = Judge::new(nli.clone(), Recorder::new("q", "hgot"), 300, batch);
+        scores.push(score_all(&rationale, &passages, &judge, false).await);
+        pairs.push((nli.pairs.load(SeqCst), nli.requests.load(SeqCst)));
+    }
+    assert_eq!(scores[0], scores[1]);
+    assert_eq!(scores[1][0].statements[0].relevant, [false, false]);
+    assert_eq!(pairs, [(1, 1), (3, 1)], "(judgements, requests) pairwise, then batched");
 }
