@@ -70,11 +70,7 @@ impl Nli for LlmNli {
             return Ok(v);
         }
         let prompt = self.prompts.render("nli_judge", &[("premise", premise), ("hypothesis", hypothesis)])?;
-        let mut messages = Vec::with_capacity(2);
-        if let Some(system) = self.prompts.template("system").filter(|s| !s.trim().is_empty()) {
-            messages.push(ChatMessage::system(system));
-        }
-        messages.push(ChatMessage::user(prompt));
+        let messages = self.messages(prompt);
         let params =
             GenParams { temperature: 0.0, top_p: 1.0, max_tokens: 8, n: 1, logprobs: true, ..GenParams::default() };
         self.llm_calls.fetch_add(1, Ordering::SeqCst);
@@ -149,15 +145,17 @@ impl Nli for LlmNli {
 }
 
 impl LlmNli {
+    /// The judge's messages: the configured system turn, if any, then `prompt`.
+    fn messages(&self, prompt: String) -> Vec<ChatMessage> {
+        let system = self.prompts.template("system").filter(|s| !s.trim().is_empty()).map(ChatMessage::system);
+        system.into_iter().chain([ChatMessage::user(prompt)]).collect()
+    }
+
     /// One `nli_judge_batch` request for `pairs`: a label per pair, in order.
     async fn ask_batch(&self, pairs: &[(String, String)]) -> Result<Vec<Option<NliLabel>>> {
         let (texts, claims) = batch::render(pairs);
         let prompt = self.prompts.render("nli_judge_batch", &[("texts", &texts), ("claims", &claims)])?;
-        let mut messages = Vec::with_capacity(2);
-        if let Some(system) = self.prompts.template("system").filter(|s| !s.trim().is_empty()) {
-            messages.push(ChatMessage::system(system));
-        }
-        messages.push(ChatMessage::user(prompt));
+        let messages = self.messages(prompt);
         let params = GenParams {
             temperature: 0.0,
             top_p: 1.0,
