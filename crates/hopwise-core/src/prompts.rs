@@ -53,6 +53,8 @@ pub enum Protocol {
     AgentTurn,
     /// Free text (a system message, a rewritten question, a passage).
     Text,
+    /// Not a prompt: phrases, one per line, that code matches replies against.
+    PhraseList,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -129,6 +131,23 @@ impl Prompts {
 
     pub fn template(&self, name: &str) -> Option<&str> {
         self.templates.get(name).map(|t| t.text.as_str())
+    }
+
+    /// The lines of phrase list `name`, trimmed and lower-cased, blank lines dropped; empty when
+    /// there is no such template.
+    pub fn phrases(&self, name: &str) -> Vec<String> {
+        self.template(name)
+            .into_iter()
+            .flat_map(str::lines)
+            .map(|line| line.trim().to_lowercase())
+            .filter(|line| !line.is_empty())
+            .collect()
+    }
+
+    /// Whether template `name` differs from the built-in one (an override replaced its text).
+    pub fn is_overridden(&self, name: &str) -> bool {
+        static BUILT_IN: std::sync::OnceLock<Prompts> = std::sync::OnceLock::new();
+        BUILT_IN.get_or_init(Prompts::default).template(name) != self.template(name)
     }
 
     /// The output protocol template `name` declares.
@@ -234,6 +253,20 @@ mod tests {
         o.insert("toqd_self_verify".to_string(), "Q: {question}".to_string());
         let p = p.with_overrides(&o).expect("valid override");
         assert_eq!(p.protocol("toqd_self_verify"), Some(Protocol::AnswerOrSentinel));
+    }
+
+    #[test]
+    fn a_phrase_list_reads_as_trimmed_lower_case_lines_and_knows_when_it_was_replaced() {
+        let p = Prompts::default();
+        assert_eq!(p.protocol("unanswered_phrases"), Some(Protocol::PhraseList));
+        assert!(p.phrases("unanswered_phrases").iter().any(|line| line == "i don't know"));
+        assert!(!p.is_overridden("unanswered_phrases"));
+        assert!(p.phrases("no_such_list").is_empty());
+        let o = BTreeMap::from([("unanswered_phrases".to_string(), "  Weiß nicht \n\n\tKeine Ahnung".to_string())]);
+        let p = p.with_overrides(&o).expect("valid override");
+        assert_eq!(p.phrases("unanswered_phrases"), ["weiß nicht", "keine ahnung"]);
+        assert!(p.is_overridden("unanswered_phrases"));
+        assert!(!p.is_overridden("rtr"), "only the replaced template counts");
     }
 
     #[test]

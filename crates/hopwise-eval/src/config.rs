@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hopwise_core::Prompts;
+use hopwise_core::{Prompts, Protocol};
 use hopwise_reason::StrategyOptions;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -199,8 +199,14 @@ pub fn strategy_prompts_hash(prompts: &Prompts, name: &str, options: &StrategyOp
 }
 
 /// A stable hash of the named templates (names and texts; a name with no template counts as empty).
+/// A phrase list counts only when overridden: code reads it rather than sending it, so its built-in
+/// text belongs to the code (which the row's commit records) and only a replacement is configuration.
 pub fn prompts_hash(prompts: &Prompts, names: &[&str]) -> String {
-    let mut names = names.to_vec();
+    let mut names: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| prompts.protocol(name) != Some(Protocol::PhraseList) || prompts.is_overridden(name))
+        .collect();
     names.sort_unstable();
     names.dedup();
     let mut h = Sha256::new();
@@ -272,6 +278,19 @@ mod tests {
         let changed = Prompts::default().with_overrides(&o).expect("override");
         assert_ne!(base, prompts_hash(&changed, &["direct", "system"]));
         assert_eq!(base, prompts_hash(&Prompts::default(), &["system", "direct"]));
+    }
+
+    /// The built-in phrase list is code, not configuration: listing it leaves the hash as it was; a
+    /// replacement changes it.
+    #[test]
+    fn a_phrase_list_enters_the_hash_only_when_replaced() {
+        let list = hopwise_reason::protocol::Hedges::TEMPLATE;
+        let base = prompts_hash(&Prompts::default(), &["system", "direct"]);
+        assert_eq!(base, prompts_hash(&Prompts::default(), &["system", "direct", list]));
+        let o = BTreeMap::from([(list.to_string(), "weiß nicht".to_string())]);
+        let replaced = Prompts::default().with_overrides(&o).expect("override");
+        assert_ne!(base, prompts_hash(&replaced, &["system", "direct", list]));
+        assert_eq!(base, prompts_hash(&replaced, &["system", "direct"]), "only a strategy that reads it");
     }
 
     /// The NLI judge's template is in the fingerprint of the configurations that ask the judge (HGOT,

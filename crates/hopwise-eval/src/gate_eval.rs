@@ -10,6 +10,7 @@
 
 use hopwise_core::Recorder;
 use hopwise_reason::gate::{self, GateSettings, UncertaintyGate};
+use hopwise_reason::protocol::Hedges;
 use hopwise_reason::uncertainty::{jaccard_matrix, Estimator};
 use hopwise_reason::Runtime;
 use serde::{Deserialize, Serialize};
@@ -196,9 +197,10 @@ fn question_item(record: &serde_json::Value) -> Option<GateItem> {
     }
 }
 
-/// The answer a closed-book reply gives: `None` for `NO!` (or a hedge meaning it) or nothing.
-fn read_node_answer(_question: &str, reply: &str) -> Option<String> {
-    if hopwise_reason::protocol::is_unanswered(reply) {
+/// The answer a closed-book reply gives: `None` for `NO!` (or a hedge meaning it, as `toqd` reads
+/// replies by default) or nothing.
+fn read_node_answer(reply: &str, hedges: &Hedges) -> Option<String> {
+    if hedges.is_unanswered(reply) {
         return None;
     }
     Some(hopwise_reason::protocol::answer::short_answer(reply)).filter(|a| !a.is_empty())
@@ -223,13 +225,14 @@ pub async fn judge(runtime: &Runtime, item: GateItem, samples: u32, temperature:
     let guess_prompt = ctx.render("toqd_recall", &[("question", &item.question), ("answer_format", &format)])?;
     let greedy =
         ctx.chat("closed_book", Some("1"), guess_prompt.clone(), params.clone()).await?.text().trim().to_string();
-    let greedy = read_node_answer(&item.question, &greedy).unwrap_or_default();
+    let hedges = ctx.hedges();
+    let greedy = read_node_answer(&greedy, &hedges).unwrap_or_default();
     let verify_prompt = ctx.render("toqd_self_verify", &[("question", &item.question), ("answer_format", &format)])?;
     let self_verify = ctx.chat("self_verify", Some("1"), verify_prompt, params).await?.text().trim().to_string();
-    let verified = read_node_answer(&item.question, &self_verify);
+    let verified = read_node_answer(&self_verify, &hedges);
     let samples =
         gate::sample(&ctx, "1", "uncertainty_samples", &guess_prompt, &sampling, 64, |t| t.trim().to_string()).await?;
-    let readings: Vec<Option<String>> = samples.iter().map(|s| read_node_answer(&item.question, s)).collect();
+    let readings: Vec<Option<String>> = samples.iter().map(|s| read_node_answer(s, &hedges)).collect();
     let comparable: Vec<String> = readings
         .iter()
         .map(|r| r.as_deref().map(hopwise_core::text::normalize_answer).unwrap_or_else(|| "NO!".into()))

@@ -181,6 +181,14 @@ impl Ctx {
         Ok(self.prompts.render(template, vars)?)
     }
 
+    /// The phrases that count as `NO!` for a strategy whose `hedges` option is on (read like a
+    /// template, so the strategy table must list it).
+    pub fn hedges(&self) -> crate::protocol::Hedges {
+        let name = crate::protocol::Hedges::TEMPLATE;
+        self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(name.to_string());
+        crate::protocol::Hedges::from_prompts(&self.prompts)
+    }
+
     /// The names of the templates this context has rendered.
     pub fn rendered_templates(&self) -> Vec<String> {
         self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect()

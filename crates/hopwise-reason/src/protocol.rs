@@ -386,86 +386,42 @@ pub fn is_no_sentinel(reply: &str) -> bool {
     s.split_whitespace().any(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '!') == "NO!")
 }
 
-/// Phrases small models use instead of the sentinel. Treated like `NO!` where the protocol asks for
-/// an answer or the sentinel, so a hedge is never recorded as a known answer.
-const HEDGES: &[&str] = &[
-    "i don't know",
-    "i do not know",
-    "i'm not sure",
-    "i am not sure",
-    "not sure",
-    "unknown",
-    "cannot be determined",
-    "can't be determined",
-    "cannot determine",
-    "not enough information",
-    "no information",
-    "not mentioned",
-    "not provided",
-    "does not contain",
-    "do not contain",
-    "doesn't contain",
-    "don't contain",
-    "unable to",
-    "i cannot answer",
-    "i can't answer",
-    "insufficient",
-    "not specified",
-    "not stated",
-];
+/// A reply at least this long may mention a hedge on its way to an answer: only its opening counts.
+const SHORT_REPLY_BYTES: usize = 120;
 
-/// True for the sentinel or a hedge that means the same thing.
-pub fn is_unanswered(reply: &str) -> bool {
-    if is_no_sentinel(reply) {
-        return true;
-    }
-    let s = strip_answer_label(reply).to_lowercase();
-    s.is_empty() || HEDGES.iter().any(|h| s.starts_with(h) || (s.len() < 120 && s.contains(h)))
-}
+/// Phrases that mean "I do not know" in the templates' language (the `unanswered_phrases` list),
+/// which a strategy with a `hedges` option treats like `NO!`, so that a hedge is never recorded as a
+/// known answer; [`Hedges::none`] reads the sentinel alone.
+#[derive(Debug, Clone, Default)]
+pub struct Hedges(Vec<String>);
 
-/// Whether `text` reads as a question: it ends with `?`, or opens with a question word or an
-/// auxiliary ("Who…", "In which…", "Did…"). A statement ("In 1972, X died") or a bare answer
-/// ("Murcia") is not one.
-pub fn is_question(text: &str) -> bool {
-    if text.trim_end().ends_with('?') {
-        return true;
-    }
-    let mut words =
-        text.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_ascii_lowercase());
-    let first = words.next().unwrap_or_default();
-    let wh = |w: &str| matches!(w, "who" | "whom" | "whose" | "what" | "which" | "when" | "where" | "why" | "how");
-    if wh(&first) || is_yes_no_question(&first) {
-        return true;
-    }
-    // "In which year …", "For what …", "To whom …"
-    matches!(first.as_str(), "in" | "on" | "at" | "for" | "from" | "to" | "by" | "of" | "with")
-        && words.next().is_some_and(|w| wh(&w))
-}
+impl Hedges {
+    /// The phrase list's template name.
+    pub const TEMPLATE: &'static str = "unanswered_phrases";
 
-/// Whether `question` asks for yes or no ("Is…", "Are both…", "Did…"), judged by its first word.
-pub fn is_yes_no_question(question: &str) -> bool {
-    let first = question.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
-    matches!(
-        first.as_str(),
-        "is" | "are"
-            | "was"
-            | "were"
-            | "do"
-            | "does"
-            | "did"
-            | "can"
-            | "could"
-            | "has"
-            | "have"
-            | "had"
-            | "will"
-            | "would"
-            | "should"
-            | "shall"
-            | "may"
-            | "might"
-            | "must"
-    )
+    /// The sentinel alone.
+    pub fn none() -> Self {
+        Self(Vec::new())
+    }
+
+    /// The phrases in force in `prompts`.
+    pub fn from_prompts(prompts: &hopwise_core::Prompts) -> Self {
+        Self(prompts.phrases(Self::TEMPLATE))
+    }
+
+    /// True for the sentinel, an empty reply, a reply that opens with a hedge, or a short reply
+    /// that contains one.
+    pub fn is_unanswered(&self, reply: &str) -> bool {
+        if is_no_sentinel(reply) {
+            return true;
+        }
+        let s = strip_answer_label(reply).to_lowercase();
+        s.is_empty()
+            || self
+                .0
+                .iter()
+                .any(|h| s.starts_with(h.as_str()) || (s.len() < SHORT_REPLY_BYTES && s.contains(h.as_str())))
+    }
 }
 
 #[cfg(test)]

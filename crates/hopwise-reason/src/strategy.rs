@@ -57,6 +57,7 @@ const TOQD_TEMPLATES: &[&str] = &[
     "toqd_aggregate",
     "toqd_summary",
     "toqd_summary_passages",
+    crate::protocol::Hedges::TEMPLATE,
 ];
 const TOQD_PAPER_TEMPLATES: &[&str] = &[
     "toqd_decompose",
@@ -71,6 +72,7 @@ const TOQD_PAPER_TEMPLATES: &[&str] = &[
     "toqd_best_effort",
     "toqd_summary",
     "toqd_format_short",
+    crate::protocol::Hedges::TEMPLATE,
 ];
 const SELF_ASK_TEMPLATES: &[&str] =
     &["self_ask_first", "self_ask", "self_ask_read", "self_ask_known", "self_ask_final"];

@@ -39,6 +39,7 @@ use crate::details::{self, toqd::ToqdNode};
 use crate::error::Result;
 use crate::gate::UncertaintyGate;
 use crate::protocol::plan::{AnswerType, FinalOp, QuestionPlan};
+use crate::protocol::Hedges;
 use crate::strategy::api::{Answer, Strategy};
 
 mod decide;
@@ -70,8 +71,22 @@ impl Toqd {
         Ok(Self { opts, with_retrieval, gate })
     }
 
-    fn sampling(&self) -> Sampling {
-        Sampling { samples: self.opts.samples, temperature: self.opts.read_temperature, grammar: self.opts.grammar }
+    fn sampling(&self, ctx: &Ctx) -> Sampling {
+        Sampling {
+            samples: self.opts.samples,
+            temperature: self.opts.read_temperature,
+            grammar: self.opts.grammar,
+            hedges: self.hedges(ctx),
+        }
+    }
+
+    /// What counts as `NO!` besides the sentinel: the `unanswered_phrases` list when `hedges` is on.
+    fn hedges(&self, ctx: &Ctx) -> Hedges {
+        if self.opts.hedges {
+            ctx.hedges()
+        } else {
+            Hedges::none()
+        }
     }
 }
 
@@ -188,7 +203,9 @@ impl Strategy for Toqd {
         if let (true, FinalOp::Answer { answer_type }) = (self.opts.answer_first, &plan.final_op) {
             let expect = Expect::text(*answer_type);
             let prompt = reading::reading_prompt(ctx, question, &evidence, expect)?;
-            match reading::sample_reading(ctx, SINK, "read_question", prompt, question, expect, self.sampling()).await {
+            match reading::sample_reading(ctx, SINK, "read_question", prompt, question, expect, &self.sampling(ctx))
+                .await
+            {
                 Ok(reading) => {
                     if let Some(settled) = reading.accept(ctx, SINK, self.opts.answer_first_confidence) {
                         let decision = if evidence.is_empty() { Decision::Known } else { Decision::Retrieved };

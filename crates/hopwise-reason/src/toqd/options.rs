@@ -53,6 +53,9 @@ pub struct ToqdOptions {
     pub sample_temperature: f32,
     /// Constrain the plan and typed readings with grammars where the backend supports them.
     pub grammar: bool,
+    /// Count a reply that says it does not know in words (the `unanswered_phrases` list of the
+    /// prompt templates, English unless replaced) like `NO!`; off, only the sentinel declines.
+    pub hedges: bool,
 }
 
 impl Default for ToqdOptions {
@@ -71,6 +74,7 @@ impl Default for ToqdOptions {
             threshold: None,
             sample_temperature: 1.0,
             grammar: true,
+            hedges: true,
         }
     }
 }
@@ -138,11 +142,22 @@ pub struct PaperOptions {
     pub grammar: bool,
     /// Most sub-questions kept from one decomposition (the paper asks for 2 to 6).
     pub max_subquestions: usize,
+    /// Count a reply that says it does not know in words (the `unanswered_phrases` list) like
+    /// `NO!`. Off in the paper, where only the sentinel declines.
+    pub hedges: bool,
 }
 
 impl Default for PaperOptions {
     fn default() -> Self {
-        Self { critique: true, construct: true, rewrite: true, self_verify: true, grammar: true, max_subquestions: 6 }
+        Self {
+            critique: true,
+            construct: true,
+            rewrite: true,
+            self_verify: true,
+            grammar: true,
+            max_subquestions: 6,
+            hedges: false,
+        }
     }
 }
 

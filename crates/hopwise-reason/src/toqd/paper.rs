@@ -11,7 +11,8 @@
 //!
 //! What it keeps of the product: the repairs of malformed model output (lists, edges) and the
 //! typed trace. The switches are the paper's ablations: `critique`, `construct`, `rewrite`,
-//! `self_verify` (off: every node retrieves).
+//! `self_verify` (off: every node retrieves); `hedges` (off, as in the paper) would also read the
+//! templates' `unanswered_phrases` as `NO!`.
 
 use async_trait::async_trait;
 use hopwise_core::trace::SINK;
@@ -48,6 +49,14 @@ impl ToqdPaper {
     pub fn new(opts: PaperOptions, with_retrieval: bool) -> Result<Self> {
         opts.validate(if with_retrieval { "toqd-paper" } else { "toqd-noir-paper" })?;
         Ok(Self { opts, with_retrieval })
+    }
+
+    fn hedges(&self, ctx: &Ctx) -> parse::Hedges {
+        if self.opts.hedges {
+            ctx.hedges()
+        } else {
+            parse::Hedges::none()
+        }
     }
 
     fn params(&self, ctx: &Ctx, max_tokens: u32, grammar: Option<String>) -> GenParams {
@@ -94,9 +103,9 @@ fn repair(ctx: &Ctx, stage: &str, rule: &str, detail: String) {
     ctx.rec().repair(Repair { stage: stage.to_string(), rule: rule.to_string(), detail });
 }
 
-/// The model's answer in a reply that may be `NO!` instead.
-fn answer_or_no(reply: &str) -> Option<String> {
-    if parse::is_unanswered(reply) {
+/// The model's answer in a reply that may be `NO!` (or, with `hedges`, a phrase meaning it) instead.
+fn answer_or_no(reply: &str, hedges: &parse::Hedges) -> Option<String> {
+    if hedges.is_unanswered(reply) {
         return None;
     }
     Some(short_answer(reply)).filter(|a| !a.is_empty())
@@ -246,7 +255,7 @@ impl ToqdPaper {
                     self.params(ctx, ANSWER_TOKENS, None),
                 )
                 .await?;
-            let answer = answer_or_no(&reply).unwrap_or_default();
+            let answer = answer_or_no(&reply, &self.hedges(ctx)).unwrap_or_default();
             ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
             return Ok(NodeOutcome::Answered { question, answer });
         }
@@ -270,7 +279,7 @@ impl ToqdPaper {
                     self.params(ctx, ANSWER_TOKENS, None),
                 )
                 .await?;
-            if let Some(answer) = answer_or_no(&reply) {
+            if let Some(answer) = answer_or_no(&reply, &self.hedges(ctx)) {
                 return Ok(answered(Decision::Known, answer, question));
             }
         }
@@ -288,7 +297,7 @@ impl ToqdPaper {
                     self.params(ctx, ANSWER_TOKENS, None),
                 )
                 .await?;
-            if let Some(answer) = answer_or_no(&reply) {
+            if let Some(answer) = answer_or_no(&reply, &self.hedges(ctx)) {
                 return Ok(answered(Decision::Retrieved, answer, question));
             }
         }
@@ -334,7 +343,7 @@ impl ToqdPaper {
                 self.params(ctx, ANSWER_TOKENS, None),
             )
             .await?;
-        let answer = answer_or_no(&reply).unwrap_or_default();
+        let answer = answer_or_no(&reply, &self.hedges(ctx)).unwrap_or_default();
         ctx.rec().update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
@@ -394,7 +403,7 @@ impl ToqdPaper {
             }
         };
         let (answer, rationale) = answer_with_reason(&reply);
-        if parse::is_unanswered(&answer) || answer.is_empty() {
+        if self.hedges(ctx).is_unanswered(&answer) || answer.is_empty() {
             repair(
                 ctx,
                 "summary",

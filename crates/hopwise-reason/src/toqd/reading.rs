@@ -12,9 +12,9 @@ use crate::details::{
 };
 use crate::error::Result;
 use crate::protocol::answer::short_answer;
-use crate::protocol::is_unanswered;
 use crate::protocol::plan::AnswerType;
 use crate::protocol::values;
+use crate::protocol::Hedges;
 use crate::vote::{weighted_vote, Vote};
 
 /// Output cap of one reading, so a model that runs on cannot stall a node.
@@ -70,8 +70,8 @@ pub(super) fn answer_format(ctx: &Ctx, expect: Expect) -> Result<String> {
 /// One reply read as an answer of the expected type: `None` for `NO!` (or a hedge meaning it), an
 /// empty reply, an answer of the wrong type (yes/no that is neither; a date or number with no digit,
 /// or none code can read when a value is expected), or an answer that only repeats `question`.
-pub(super) fn read_answer(reply: &str, question: &str, expect: Expect) -> Option<String> {
-    if is_unanswered(reply) {
+pub(super) fn read_answer(reply: &str, question: &str, expect: Expect, hedges: &Hedges) -> Option<String> {
+    if hedges.is_unanswered(reply) {
         return None;
     }
     let text = short_answer(reply);
@@ -140,12 +140,13 @@ impl Reading {
     }
 }
 
-/// Sampling settings of a reading.
-#[derive(Debug, Clone, Copy)]
+/// Sampling settings of a reading, and what its replies may say instead of `NO!`.
+#[derive(Debug, Clone)]
 pub(super) struct Sampling {
     pub samples: u32,
     pub temperature: f32,
     pub grammar: bool,
+    pub hedges: Hedges,
 }
 
 /// `sampling.samples` readings of `prompt` in one request (one greedy reading when it is 1), read
@@ -157,7 +158,7 @@ pub(super) async fn sample_reading(
     prompt: String,
     question: &str,
     expect: Expect,
-    sampling: Sampling,
+    sampling: &Sampling,
 ) -> Result<Reading> {
     let mut params = GenParams { max_tokens: ctx.params().max_tokens.min(ANSWER_TOKENS), ..ctx.params().clone() };
     if sampling.samples > 1 {
@@ -168,7 +169,8 @@ pub(super) async fn sample_reading(
     }
     let reply = ctx.chat(purpose, Some(id), prompt, params).await?;
     let replies: Vec<String> = reply.choices.iter().map(|c| c.text.clone()).collect();
-    let readings: Vec<Option<String>> = replies.iter().map(|r| read_answer(r, question, expect)).collect();
+    let readings: Vec<Option<String>> =
+        replies.iter().map(|r| read_answer(r, question, expect, &sampling.hedges)).collect();
     let vote = vote(&readings);
     let confidence = (sampling.samples > 1).then_some(vote.confidence);
     if let Some(share) = confidence {
@@ -273,21 +275,30 @@ mod tests {
 
     #[test]
     fn readings_of_the_wrong_type_abstain() {
+        let read = |reply: &str, question: &str, expect: Expect| read_answer(reply, question, expect, &Hedges::none());
         let date_value = Expect { answer_type: AnswerType::Date, form: Form::Value, may_echo: true };
-        assert_eq!(read_answer("1990-03-05", "q", date_value).as_deref(), Some("1990-03-05"));
-        assert_eq!(read_answer("Ann Lee", "q", date_value), None, "a name is no date");
-        assert_eq!(read_answer("NO!", "q", date_value), None);
+        assert_eq!(read("1990-03-05", "q", date_value).as_deref(), Some("1990-03-05"));
+        assert_eq!(read("Ann Lee", "q", date_value), None, "a name is no date");
+        assert_eq!(read("NO!", "q", date_value), None);
         let date_text = Expect::text(AnswerType::Date);
-        assert_eq!(read_answer("5 March 1990", "q", date_text).as_deref(), Some("5 March 1990"));
-        assert_eq!(read_answer("Ann Lee", "q", date_text), None);
+        assert_eq!(read("5 March 1990", "q", date_text).as_deref(), Some("5 March 1990"));
+        assert_eq!(read("Ann Lee", "q", date_text), None);
         let yes_no = Expect::text(AnswerType::YesNo);
-        assert_eq!(read_answer("Yes, both are.", "q", yes_no).as_deref(), Some("yes"));
-        assert_eq!(read_answer("Ann Lee", "q", yes_no), None);
+        assert_eq!(read("Yes, both are.", "q", yes_no).as_deref(), Some("yes"));
+        assert_eq!(read("Ann Lee", "q", yes_no), None);
         let person = Expect::text(AnswerType::Person);
-        assert_eq!(read_answer("Answer: Ann Lee", "Who is the mother of Tom Lee?", person).as_deref(), Some("Ann Lee"));
-        assert_eq!(read_answer("Tom Lee", "Who is the mother of Tom Lee?", person), None, "an echo");
+        assert_eq!(read("Answer: Ann Lee", "Who is the mother of Tom Lee?", person).as_deref(), Some("Ann Lee"));
+        assert_eq!(read("Tom Lee", "Who is the mother of Tom Lee?", person), None, "an echo");
         let option = Expect { may_echo: true, ..person };
-        assert_eq!(read_answer("Tom Lee", "Who is older, Tom Lee or Ann Lee?", option).as_deref(), Some("Tom Lee"));
+        assert_eq!(read("Tom Lee", "Who is older, Tom Lee or Ann Lee?", option).as_deref(), Some("Tom Lee"));
+    }
+
+    #[test]
+    fn a_hedge_declines_only_where_the_phrases_are_read() {
+        let person = Expect::text(AnswerType::Person);
+        let english = Hedges::from_prompts(&hopwise_core::Prompts::default());
+        assert_eq!(read_answer("I don't know.", "Who?", person, &english), None);
+        assert!(read_answer("I don't know.", "Who?", person, &Hedges::none()).is_some(), "only the sentinel declines");
     }
 
     #[test]

@@ -68,7 +68,7 @@ impl Toqd {
         }
 
         let mut best: Option<Reading> = None;
-        let sampling = self.sampling();
+        let sampling = self.sampling(ctx);
         if !state.evidence.is_empty() || !self.with_retrieval {
             let shared = state.evidence.clone();
             ctx.rec().update_node(id, |n| n.passages = shared);
@@ -85,7 +85,7 @@ impl Toqd {
                 }
                 None => {
                     let prompt = reading::reading_prompt(ctx, &question, &state.evidence, expect)?;
-                    reading::sample_reading(ctx, id, "read", prompt, &question, expect, sampling).await?
+                    reading::sample_reading(ctx, id, "read", prompt, &question, expect, &sampling).await?
                 }
             };
             if let Some(settled) = reading.accept(ctx, id, self.opts.min_confidence) {
@@ -111,7 +111,7 @@ impl Toqd {
             });
             let prompt = reading::reading_prompt(ctx, &question, &passages, expect)?;
             let reading =
-                reading::sample_reading(ctx, id, "read_own_search", prompt, &question, expect, sampling).await?;
+                reading::sample_reading(ctx, id, "read_own_search", prompt, &question, expect, &sampling).await?;
             if let Some(settled) = reading.accept(ctx, id, self.opts.min_confidence) {
                 return Ok(settle(ctx, id, state, Decision::Retrieved, question, settled));
             }
@@ -147,7 +147,7 @@ impl Toqd {
                 let params =
                     GenParams { max_tokens: ctx.params().max_tokens.min(ANSWER_TOKENS), ..ctx.params().clone() };
                 let reply = ctx.chat("self_verify", Some(id), prompt, params).await?;
-                Ok(reading::read_answer(reply.text(), question, expect)
+                Ok(reading::read_answer(reply.text(), question, expect, &self.hedges(ctx))
                     .map(|answer| Settled { answer, confidence: None }))
             }
             NodeGate::Uncertainty => {
@@ -157,8 +157,9 @@ impl Toqd {
                 let replies =
                     gate::sample(ctx, id, "uncertainty_samples", &prompt, gate, ANSWER_TOKENS, |t| t.to_string())
                         .await?;
+                let hedges = self.hedges(ctx);
                 let readings: Vec<Option<String>> =
-                    replies.iter().map(|r| reading::read_answer(r, question, expect)).collect();
+                    replies.iter().map(|r| reading::read_answer(r, question, expect, &hedges)).collect();
                 let estimate = gate::estimate(ctx, id, gate, None, &reading::comparable(&readings)).await;
                 let vote = reading::vote(&readings);
                 let retrieve = estimate.uncertainty > gate.threshold || vote.answer.is_empty() || vote.confidence < 0.5;
@@ -224,7 +225,7 @@ impl Toqd {
         )?;
         let params = GenParams { max_tokens: ctx.params().max_tokens.min(ANSWER_TOKENS), ..ctx.params().clone() };
         let reply = ctx.chat("aggregate", Some(id), prompt, params).await?;
-        let answer = reading::read_answer(reply.text(), &question, expect).unwrap_or_default();
+        let answer = reading::read_answer(reply.text(), &question, expect, &self.hedges(ctx)).unwrap_or_default();
         state.set_answer(id, &answer);
         ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
         Ok(NodeOutcome::Answered { question, answer })

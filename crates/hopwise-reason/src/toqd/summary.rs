@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::executor::Dag;
 use crate::protocol::answer::answer_with_reason;
 use crate::protocol::plan::{named_option, AnswerType, QuestionPlan};
+use crate::protocol::Hedges;
 use crate::strategy::api::Answer;
 
 /// Output cap of one summary (an answer and a one-sentence reason).
@@ -74,12 +75,13 @@ impl Toqd {
                 return Ok(Self::fall_back(ctx, last_answer));
             }
         };
+        let hedges = self.hedges(ctx);
         let parsed: Vec<(Option<String>, Option<String>)> = reply
             .choices
             .iter()
             .map(|choice| {
                 let (text, rationale) = answer_with_reason(&choice.text);
-                (reading::read_answer(&text, question, expect), rationale)
+                (reading::read_answer(&text, question, expect, &hedges), rationale)
             })
             .collect();
         // The question's own readings vote after the summaries, so a tie goes to a summary, which
@@ -106,7 +108,7 @@ impl Toqd {
         if vote.answer.is_empty() && last_answer.is_empty() {
             // No reading had the expected type and no node answered: the summary's own answer, read
             // without its type, is the only lead left.
-            let text = parsed_text(&reply);
+            let text = parsed_text(&reply, &hedges);
             if !text.is_empty() {
                 ctx.rec().best_effort(format!(
                     "no summary reading had the expected answer type and no node answered; answering with the summary's text `{text}`"
@@ -141,12 +143,12 @@ impl Toqd {
 
 /// The short answer of the first summary sample that gives one, read without its expected type
 /// (a sample that declines, `NO!` or a hedge meaning it, gives none).
-fn parsed_text(reply: &hopwise_core::ChatResponse) -> String {
+fn parsed_text(reply: &hopwise_core::ChatResponse, hedges: &Hedges) -> String {
     reply
         .choices
         .iter()
         .map(|choice| answer_with_reason(&choice.text).0)
-        .filter(|text| !crate::protocol::is_unanswered(text))
+        .filter(|text| !hedges.is_unanswered(text))
         .map(|text| crate::protocol::answer::short_answer(&text))
         .find(|text| !text.is_empty())
         .unwrap_or_default()
