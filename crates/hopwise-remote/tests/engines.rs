@@ -239,7 +239,7 @@ async fn typesense_refuses_a_collection_with_the_wrong_dimension() {
     assert!(matches!(err, RemoteError::MissingCollection { .. }), "{err}");
 }
 
-/// Milvus takes ~8 s and ~540 MB to start, so one test covers it end to end on one server: the
+/// Milvus is slow and memory-hungry to start, so one test covers it end to end on one server: the
 /// importer aborted midway and resumed, recall, delete/replace, wrong dimension, and the server
 /// SIGKILLed mid-import, restarted on the same data, and the import resumed.
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! Against a real OpenSearch (k-NN plugin) or Elasticsearch 8 server named by `OPENSEARCH_URL`
-//! (optional `OPENSEARCH_AUTH`: the `Authorization` header value). No such server installs on the
-//! development machines (see INFRA.md), so without the variable these tests print `skipped` and pass.
+//! (optional `OPENSEARCH_AUTH`: the `Authorization` header value). `scripts/servers.sh` installs no
+//! such server, so without the variable these tests print `skipped` and pass.
 //! Each run uses its own index name and drops it at the end.
 
 use std::sync::Arc;

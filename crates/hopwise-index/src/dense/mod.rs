@@ -38,7 +38,7 @@ use crate::error::{IndexError, Result};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DenseOptions {
     /// Up to this many rows, search is exact (brute-force cosine) and no graph is built: on a few
-    /// tens of thousands of 384-d vectors a full scan takes a few milliseconds and has recall 1.
+    /// tens of thousands of 384-d vectors a full scan is cheap and has recall 1.
     pub exact_threshold: usize,
     /// HNSW links per node (M).
     pub max_connections: usize,

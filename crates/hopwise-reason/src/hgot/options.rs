@@ -21,7 +21,7 @@ pub enum DemoSelection {
     Balanced,
 }
 
-/// Options of `hgot` (`[strategy.hgot]`). Unknown keys are rejected.
+/// Options of `hgot` (`[strategies.hgot]`). Unknown keys are rejected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct HgotOptions {
@@ -46,7 +46,8 @@ pub struct HgotOptions {
     pub max_steps: usize,
     /// Confidence-driven depth: a node whose Probe's confidence (the citation-weighted vote's CI)
     /// reaches this answers from the Probe and plans nothing. `None` (the paper, `hgot-paper`): depth
-    /// and graph size alone stop the recursion. The default was chosen on the tuning set.
+    /// and graph size alone stop the recursion. The default was chosen on the tuning set
+    /// (docs/studies/hgot-stop-confidence.md).
     pub stop_confidence: Option<f64>,
     /// After INFER, keep the Probe's answer when its confidence is higher than the graph's.
     pub keep_probe: bool,
