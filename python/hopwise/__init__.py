@@ -258,7 +258,8 @@ class Index:
 
 
 def strategies() -> List[Dict[str, Any]]:
-    """Every strategy: ``name``, ``description``, ``needs_retriever``."""
+    """Every strategy: ``name``, ``description``, ``needs_retriever`` and ``options`` (each option
+    it takes, at its default)."""
     return json.loads(_native.strategies())
 
 

@@ -183,9 +183,12 @@ def test_the_graph_is_drawn_offline(scripted: ScriptedServer, home: Any) -> None
     assert answer.dot().startswith("digraph hopwise {")
 
 
-def test_strategies_are_listed() -> None:
-    names = {s["name"] for s in hopwise.strategies()}
-    assert {"toqd", "toqd-paper", "hgot", "ircot", "rtr"} <= names
+def test_strategies_are_listed_with_their_options() -> None:
+    listed = {s["name"]: s for s in hopwise.strategies()}
+    assert {"toqd", "toqd-paper", "hgot", "ircot", "rtr"} <= set(listed)
+    assert listed["toqd"]["options"]["samples"] == 5
+    assert listed["hgot-paper"]["options"]["stop_confidence"] is None
+    assert listed["direct"]["options"] == {}
 
 
 def test_evaluate_writes_the_results_folder_and_resumes(scripted: ScriptedServer, home: Any, tmp_path: Any) -> None:

@@ -59,8 +59,8 @@ pub enum Command {
     RetrievalEval(RetrievalEvalArgs),
     /// Score retrieval gates (NO!, sampled uncertainty) against an oracle: was the closed-book answer right?
     GateEval(GateEvalArgs),
-    /// List the available strategies.
-    Strategies(JsonFlag),
+    /// List the available strategies, or show one with its options and their defaults.
+    Strategies(StrategiesArgs),
     /// List prompt templates, or print one.
     Prompts(PromptsArgs),
     /// Print the effective configuration (file + environment + flags).
@@ -197,13 +197,6 @@ pub struct RegistryArg {
 }
 
 #[derive(Debug, Args)]
-pub struct JsonFlag {
-    /// Machine-readable output.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
 pub struct AskArgs {
     /// The question.
     pub question: String,
@@ -293,6 +286,15 @@ pub struct SetupArgs {
     #[arg(long)]
     pub no_index: bool,
     /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StrategiesArgs {
+    /// A strategy to show with every option it takes and its default.
+    pub name: Option<String>,
+    /// Machine-readable output (with the options of each strategy).
     #[arg(long)]
     pub json: bool,
 }

@@ -15,6 +15,7 @@ use hopwise_runtime as runtime;
 use hopwise_runtime::backends;
 
 fn main() -> ExitCode {
+    quiet_when_stdout_closes();
     let cli = cli::Cli::parse();
     let filter = match cli.global.verbose {
         // The server's access log is its normal output.
@@ -43,6 +44,25 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A reader that stops early (`hopwise strategies | head`) closes stdout, and the next `print!`
+/// panics; leave quietly instead, with the status a shell gives a process ended by SIGPIPE. Finished
+/// work is already on disk: every command that writes results writes them as it goes.
+fn quiet_when_stdout_closes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        report(info)
+    }));
 }
 
 /// The error and its causes, joined by `: `, leaving out a cause whose text the message already

@@ -72,3 +72,19 @@ fn empty_variables_leave_the_files_values() {
     assert!(stdout.contains("index = \"/srv/my-index\"") && stdout.contains("strategy = \"rtr\""), "{stdout}");
     assert!(!stdout.contains("home ="), "{stdout}");
 }
+
+/// `hopwise strategies NAME` shows one strategy's options at their defaults, and a misspelt name is
+/// an error that suggests the right one.
+#[test]
+fn a_strategy_is_shown_with_its_options_and_a_misspelt_one_is_named() {
+    let out = hopwise_command().args(["strategies", "toqd-paper", "--json"]).output().expect("run hopwise");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(shown["name"], "toqd-paper");
+    assert_eq!(shown["options"]["critique"], true);
+    assert_eq!(shown["options"]["hedges"], false);
+    let out = hopwise_command().args(["strategies", "toqdd"]).output().expect("run hopwise");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no strategy `toqdd` (did you mean `toqd`?)"), "{stderr}");
+}

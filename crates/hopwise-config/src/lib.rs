@@ -429,7 +429,7 @@ fn check_top_level_keys(table: &toml::Table) -> Result<()> {
 }
 
 /// The strategy name within two edits of `name`, for "did you mean".
-fn closest_strategy(name: &str) -> Option<&'static str> {
+pub fn closest_strategy(name: &str) -> Option<&'static str> {
     fn distance(a: &str, b: &str) -> usize {
         let b: Vec<char> = b.chars().collect();
         let mut row: Vec<usize> = (0..=b.len()).collect();

@@ -316,12 +316,7 @@ fn graph(trace: &str, format: &str) -> PyResult<String> {
 /// The strategies, as JSON: `[{"name", "description", "needs_retriever"}]`.
 #[pyfunction]
 fn strategies() -> PyResult<String> {
-    let rows: Vec<_> = STRATEGIES
-        .iter()
-        .map(
-            |s| serde_json::json!({"name": s.name, "description": s.description, "needs_retriever": s.needs_retriever}),
-        )
-        .collect();
+    let rows: Vec<_> = STRATEGIES.iter().map(|s| s.describe()).collect();
     serde_json::to_string(&rows).map_err(json_err)
 }
 

@@ -32,10 +32,28 @@ pub struct StrategySpec {
     /// Options whose value names a file on the machine that runs the strategy. Only its own
     /// configuration may set them; the server refuses them in requests.
     pub path_options: &'static [&'static str],
+    /// Its options as the config file writes them, each at its default.
+    defaults: fn() -> serde_json::Value,
     build: fn(&StrategyOptions) -> Result<Box<dyn Strategy>>,
 }
 
 impl StrategySpec {
+    /// Every option it takes, at its default (for this preset), as `[strategies.NAME]` writes it.
+    pub fn default_options(&self) -> serde_json::Value {
+        (self.defaults)()
+    }
+
+    /// Its catalogue entry, as `hopwise strategies --json`, `GET /v1/strategies` and Python's
+    /// `hopwise.strategies()` give it: name, description, whether it needs a retriever, options.
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "needs_retriever": self.needs_retriever,
+            "options": self.default_options(),
+        })
+    }
+
     /// Builds the strategy with `options`, rejecting unknown keys and invalid values.
     pub fn build(&self, options: &StrategyOptions) -> Result<Box<dyn Strategy>> {
         (self.build)(options)
@@ -86,6 +104,7 @@ const fn row(
     description: &'static str,
     needs_retriever: bool,
     templates: &'static [&'static str],
+    defaults: fn() -> serde_json::Value,
     build: fn(&StrategyOptions) -> Result<Box<dyn Strategy>>,
 ) -> StrategySpec {
     StrategySpec {
@@ -97,7 +116,38 @@ const fn row(
         templates,
         without_retrieval: None,
         path_options: &[],
+        defaults,
         build,
+    }
+}
+
+/// The options `T` takes when none is given.
+fn defaults<T: Default + serde::Serialize>() -> serde_json::Value {
+    as_written(serde_json::to_value(T::default()).unwrap_or_default())
+}
+
+/// `hgot-paper`'s options: `hgot`'s, with the paper's flow where none is given.
+fn hgot_paper_defaults() -> serde_json::Value {
+    as_written(
+        serde_json::to_value(crate::hgot::HgotOptions::default().paper(&serde_json::Map::new())).unwrap_or_default(),
+    )
+}
+
+/// `value` with each number that an `f32` option widened (0.7 → 0.699999988…) written as a user
+/// would write it; it reads back to the same `f32`.
+fn as_written(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => match n.as_f64() {
+            Some(wide) if !n.is_i64() && !n.is_u64() && f64::from(wide as f32) == wide => {
+                let short: f64 = (wide as f32).to_string().parse().unwrap_or(wide);
+                serde_json::Number::from_f64(short).map_or(Value::Number(n), Value::Number)
+            }
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(as_written).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, as_written(v))).collect()),
+        other => other,
     }
 }
 
@@ -105,48 +155,48 @@ const fn row(
 pub const STRATEGIES: &[StrategySpec] = &[
     StrategySpec {
         without_retrieval: Some("toqd-noir"),
-        ..row("toqd", "ToQD: one search with the question; a typed plan (steps, their answer types and dependencies, and how their answers combine); the question read first, then each node over the passages, searching on its own only when unsure; comparisons and yes/no combinations decided in code; sampled summaries voted", true, TOQD_TEMPLATES, |o| {
+        ..row("toqd", "ToQD: one search with the question; a typed plan (steps, their answer types and dependencies, and how their answers combine); the question read first, then each node over the passages, searching on its own only when unsure; comparisons and yes/no combinations decided in code; sampled summaries voted", true, TOQD_TEMPLATES, defaults::<crate::toqd::ToqdOptions>, |o| {
             Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd")?, true)?))
         })
     },
-    row("toqd-noir", "ToQD without retrieval: the typed plan, nodes answered closed-book by sampled votes", false, TOQD_TEMPLATES, |o| {
+    row("toqd-noir", "ToQD without retrieval: the typed plan, nodes answered closed-book by sampled votes", false, TOQD_TEMPLATES, defaults::<crate::toqd::ToqdOptions>, |o| {
         Ok(Box::new(crate::toqd::Toqd::new(o.parse("toqd-noir")?, false)?))
     }),
     StrategySpec {
         without_retrieval: Some("toqd-noir-paper"),
-        ..row("toqd-paper", "ToQD as the paper runs it: decompose, critique, construct a topology graph; each node NO! → retrieve → NO! → decompose into a child graph; summary", true, TOQD_PAPER_TEMPLATES, |o| {
+        ..row("toqd-paper", "ToQD as the paper runs it: decompose, critique, construct a topology graph; each node NO! → retrieve → NO! → decompose into a child graph; summary", true, TOQD_PAPER_TEMPLATES, defaults::<crate::toqd::PaperOptions>, |o| {
             Ok(Box::new(crate::toqd::ToqdPaper::new(o.parse("toqd-paper")?, true)?))
         })
     },
-    row("toqd-noir-paper", "ToQD as the paper runs it without retrieval: a node that says NO! is decomposed", false, TOQD_PAPER_TEMPLATES, |o| {
+    row("toqd-noir-paper", "ToQD as the paper runs it without retrieval: a node that says NO! is decomposed", false, TOQD_PAPER_TEMPLATES, defaults::<crate::toqd::PaperOptions>, |o| {
         Ok(Box::new(crate::toqd::ToqdPaper::new(o.parse("toqd-noir-paper")?, false)?))
     }),
     StrategySpec {
         uses_nli: true,
-        ..row("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)", true, crate::uar::SENTENCE_LOOP_NLI_TEMPLATES, |o| {
+        ..row("uar", "Uncertainty-gated retrieval: sentence by sentence, retrieve with a sub-query when sampled next sentences disagree (U > θ)", true, crate::uar::SENTENCE_LOOP_NLI_TEMPLATES, defaults::<crate::uar::UarOptions>, |o| {
             Ok(Box::new(crate::uar::DynamicRetrieval::uar(&o.parse("uar")?)?))
         })
     },
-    row("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query", true, crate::uar::SENTENCE_LOOP_TEMPLATES, |o| {
+    row("always-retrieve", "Sentence loop that retrieves before every sentence, with the temporary sentence as the query", true, crate::uar::SENTENCE_LOOP_TEMPLATES, defaults::<crate::uar::AlwaysRetrieveOptions>, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::always_retrieve("always-retrieve", &o.parse("always-retrieve")?)?))
     }),
-    row("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query", true, crate::uar::SENTENCE_LOOP_TEMPLATES, |o| {
+    row("always-retrieve-subquery", "Sentence loop that retrieves before every sentence, with a generated sub-query", true, crate::uar::SENTENCE_LOOP_TEMPLATES, defaults::<crate::uar::AlwaysRetrieveOptions>, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::always_retrieve(
             "always-retrieve-subquery",
             &o.parse("always-retrieve-subquery")?,
         )?))
     }),
-    row("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]", true, crate::uar::SENTENCE_LOOP_TEMPLATES, |o| {
+    row("flare-instruct", "Sentence loop in which the model asks for a search itself with [Search(query)]", true, crate::uar::SENTENCE_LOOP_TEMPLATES, defaults::<crate::uar::FlareInstructOptions>, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::flare_instruct(&o.parse("flare-instruct")?)?))
     }),
-    row("flare-direct", "FLARE (Jiang et al. 2023): search with the question, then a look-ahead sentence at a time; one with a token below probability θ is searched for, its unlikely tokens masked, and regenerated", true, crate::uar::SENTENCE_LOOP_TEMPLATES, |o| {
+    row("flare-direct", "FLARE (Jiang et al. 2023): search with the question, then a look-ahead sentence at a time; one with a token below probability θ is searched for, its unlikely tokens masked, and regenerated", true, crate::uar::SENTENCE_LOOP_TEMPLATES, defaults::<crate::uar::FlareDirectOptions>, |o| {
         Ok(Box::new(crate::uar::DynamicRetrieval::flare_direct(&o.parse("flare-direct")?)?))
     }),
     StrategySpec {
         uses_embedder: true,
         uses_nli: true,
         path_options: &["demonstrations"],
-        ..row("hgot", "HGOT: probe the question (cited thoughts, citation-weighted vote); a confident probe answers; otherwise recursive plans of dependent search steps, and the graph's answer replaces the probe's only when more confident", true, crate::hgot::TEMPLATES, |o| {
+        ..row("hgot", "HGOT: probe the question (cited thoughts, citation-weighted vote); a confident probe answers; otherwise recursive plans of dependent search steps, and the graph's answer replaces the probe's only when more confident", true, crate::hgot::TEMPLATES, defaults::<crate::hgot::HgotOptions>, |o| {
             Ok(Box::new(crate::hgot::Hgot::new(o.parse("hgot")?)?))
         })
     },
@@ -154,48 +204,48 @@ pub const STRATEGIES: &[StrategySpec] = &[
         uses_embedder: true,
         uses_nli: true,
         path_options: &["demonstrations"],
-        ..row("hgot-paper", "HGOT as the paper runs it: recursive plan/search/infer over a hierarchical dependency graph until depth or graph size stops it; thoughts weighed by citation quality, passages by σ", true, crate::hgot::TEMPLATES, |o| {
+        ..row("hgot-paper", "HGOT as the paper runs it: recursive plan/search/infer over a hierarchical dependency graph until depth or graph size stops it; thoughts weighed by citation quality, passages by σ", true, crate::hgot::TEMPLATES, hgot_paper_defaults, |o| {
             let opts: crate::hgot::HgotOptions = o.parse("hgot-paper")?;
             Ok(Box::new(crate::hgot::Hgot::named("hgot-paper", opts.paper(&o.0))?))
         })
     },
-    row("direct", "Direct prompting: one call, answer from the model's own knowledge", false, &["direct"], |o| {
+    row("direct", "Direct prompting: one call, answer from the model's own knowledge", false, &["direct"], defaults::<crate::baselines::direct::DirectOptions>, |o| {
         Ok(Box::new(crate::baselines::direct::Direct::new(o.parse("direct")?)))
     }),
-    row("cot", "Chain-of-thought: reason step by step, then answer", false, &["cot"], |o| {
+    row("cot", "Chain-of-thought: reason step by step, then answer", false, &["cot"], defaults::<crate::baselines::cot::CotOptions>, |o| {
         Ok(Box::new(crate::baselines::cot::Cot::new(o.parse("cot")?)))
     }),
-    row("cot-sc", "CoT with self-consistency: n reasoning samples in one request, majority vote (option samples=5)", false, &["cot"], |o| {
+    row("cot-sc", "CoT with self-consistency: n reasoning samples in one request, majority vote (option samples=5)", false, &["cot"], defaults::<crate::baselines::cot::CotScOptions>, |o| {
         Ok(Box::new(crate::baselines::cot::CotSc::new(o.parse("cot-sc")?)?))
     }),
-    row("rtr", "Direct Retrieval / Retrieve-then-Read: retrieve top-k for the question, answer from the passages", true, &["rtr"], |o| {
+    row("rtr", "Direct Retrieval / Retrieve-then-Read: retrieve top-k for the question, answer from the passages", true, &["rtr"], defaults::<crate::baselines::rtr::RtrOptions>, |o| {
         Ok(Box::new(crate::baselines::rtr::Rtr::new(o.parse("rtr")?)))
     }),
     StrategySpec {
         without_retrieval: Some("self-ask-noir"),
-        ..row("self-ask", "Self-Ask with retrieval: follow-up questions, each answered from retrieved passages", true, SELF_ASK_TEMPLATES, |o| {
+        ..row("self-ask", "Self-Ask with retrieval: follow-up questions, each answered from retrieved passages", true, SELF_ASK_TEMPLATES, defaults::<crate::baselines::self_ask::SelfAskOptions>, |o| {
             Ok(Box::new(crate::baselines::self_ask::SelfAsk::new(o.parse("self-ask")?, true)))
         })
     },
-    row("self-ask-noir", "Self-Ask without retrieval: follow-up questions answered from the model's knowledge", false, SELF_ASK_TEMPLATES, |o| {
+    row("self-ask-noir", "Self-Ask without retrieval: follow-up questions answered from the model's knowledge", false, SELF_ASK_TEMPLATES, defaults::<crate::baselines::self_ask::SelfAskOptions>, |o| {
         Ok(Box::new(crate::baselines::self_ask::SelfAsk::new(o.parse("self-ask-noir")?, false)))
     }),
-    row("least-to-most", "Least-to-Most: reduce to simpler questions, solve them in order, then answer", false, &["ltm_reduce", "ltm_solve", "ltm_final"], |o| {
+    row("least-to-most", "Least-to-Most: reduce to simpler questions, solve them in order, then answer", false, &["ltm_reduce", "ltm_solve", "ltm_final"], defaults::<crate::baselines::least_to_most::LeastToMostOptions>, |o| {
         Ok(Box::new(crate::baselines::least_to_most::LeastToMost::new(o.parse("least-to-most")?)))
     }),
-    row("plan-solve", "Plan-and-Solve: devise a plan, carry it out step by step, answer", false, PLAN_SOLVE_TEMPLATES, |o| {
+    row("plan-solve", "Plan-and-Solve: devise a plan, carry it out step by step, answer", false, PLAN_SOLVE_TEMPLATES, defaults::<crate::baselines::plan_solve::PlanSolveOptions>, |o| {
         Ok(Box::new(crate::baselines::plan_solve::PlanSolve::new(o.parse("plan-solve")?, false)))
     }),
-    row("plan-solve-rtr", "Plan-and-Solve over passages retrieved for the question", true, PLAN_SOLVE_TEMPLATES, |o| {
+    row("plan-solve-rtr", "Plan-and-Solve over passages retrieved for the question", true, PLAN_SOLVE_TEMPLATES, defaults::<crate::baselines::plan_solve::PlanSolveOptions>, |o| {
         Ok(Box::new(crate::baselines::plan_solve::PlanSolve::new(o.parse("plan-solve-rtr")?, true)))
     }),
-    row("ircot", "IRCoT (Trivedi et al. 2023): one chain-of-thought sentence at a time, each the next search query, until it states the answer; then read the collected passages", true, IRCOT_TEMPLATES, |o| {
+    row("ircot", "IRCoT (Trivedi et al. 2023): one chain-of-thought sentence at a time, each the next search query, until it states the answer; then read the collected passages", true, IRCOT_TEMPLATES, defaults::<crate::peers::ircot::IrcotOptions>, |o| {
         Ok(Box::new(crate::peers::ircot::Ircot::new(o.parse("ircot")?)?))
     }),
-    row("iter-retgen", "Iter-RetGen (Shao et al. 2023): rounds of retrieve with the question and the previous round's generation, then generate a reasoned answer", true, &["iter_retgen"], |o| {
+    row("iter-retgen", "Iter-RetGen (Shao et al. 2023): rounds of retrieve with the question and the previous round's generation, then generate a reasoned answer", true, &["iter_retgen"], defaults::<crate::peers::iter_retgen::IterRetGenOptions>, |o| {
         Ok(Box::new(crate::peers::iter_retgen::IterRetGen::new(o.parse("iter-retgen")?)?))
     }),
-    row("search-agent", "Search agent (ReAct / Search-R1 prompting): the model writes <search>query</search> until it writes <answer>…</answer>; tags grammar-constrained", true, SEARCH_AGENT_TEMPLATES, |o| {
+    row("search-agent", "Search agent (ReAct / Search-R1 prompting): the model writes <search>query</search> until it writes <answer>…</answer>; tags grammar-constrained", true, SEARCH_AGENT_TEMPLATES, defaults::<crate::peers::search_agent::SearchAgentOptions>, |o| {
         Ok(Box::new(crate::peers::search_agent::SearchAgent::new(o.parse("search-agent")?)?))
     }),
 ];
@@ -251,6 +301,26 @@ pub async fn run(strategy: &dyn Strategy, ctx: &Ctx, question: &str) -> Result<T
 #[cfg(test)]
 mod registry_tests {
     use super::*;
+
+    /// What `hopwise strategies NAME` lists is what the strategy takes: every listed option, given
+    /// back at its listed value, builds it (so no listed key is unknown and no value invalid).
+    #[test]
+    fn every_listed_default_option_is_accepted_as_written() {
+        for row in STRATEGIES {
+            let defaults = row.default_options();
+            let options = defaults.as_object().unwrap_or_else(|| panic!("{}: options are an object", row.name));
+            build(row.name, &StrategyOptions(options.clone())).unwrap_or_else(|e| panic!("{}: {e}", row.name));
+        }
+        let toqd = spec("toqd").expect("toqd").default_options();
+        assert_eq!(toqd["samples"], serde_json::json!(5));
+        assert_eq!(toqd["hedges"], serde_json::json!(true));
+        assert_eq!(spec("toqd-paper").expect("toqd-paper").default_options()["hedges"], serde_json::json!(false));
+        let paper = spec("hgot-paper").expect("hgot-paper").default_options();
+        assert_eq!(paper["stop_confidence"], serde_json::Value::Null, "the paper's flow has no confidence stop");
+        assert!(spec("hgot").expect("hgot").default_options()["stop_confidence"].is_number());
+        assert_eq!(paper["temperature"], serde_json::json!(0.7), "an f32 default reads as written");
+        assert_eq!(paper["alpha"], serde_json::json!(0.2));
+    }
 
     #[test]
     fn every_catalog_entry_builds_with_default_options_and_names_itself() {

@@ -55,7 +55,9 @@ pub async fn strategies(State(state): State<AppState>) -> impl IntoResponse {
     let list: Vec<_> = STRATEGIES
         .iter()
         .map(|s| {
-            json!({"name": s.name, "description": s.description, "needs_retriever": s.needs_retriever, "model": format!("hopwise-{}", s.name)})
+            let mut entry = s.describe();
+            entry["model"] = json!(format!("hopwise-{}", s.name));
+            entry
         })
         .collect();
     let runtime = state.runtime();

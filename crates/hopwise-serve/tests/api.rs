@@ -146,6 +146,9 @@ async fn catalog_endpoints() {
     let names: Vec<&str> =
         s["strategies"].as_array().expect("list").iter().filter_map(|x| x["name"].as_str()).collect();
     assert!(names.contains(&"toqd") && names.contains(&"hgot") && names.contains(&"uar"), "{names:?}");
+    let toqd = s["strategies"].as_array().expect("list").iter().find(|x| x["name"] == "toqd").expect("toqd");
+    assert_eq!(toqd["options"]["samples"], 5, "each entry lists its options at their defaults");
+    assert_eq!(toqd["model"], "hopwise-toqd");
     let m: Value = client().get(server.url("/v1/models")).send().await.expect("models").json().await.expect("json");
     assert_eq!(m["object"], "list");
     assert!(m["data"].as_array().expect("data").iter().any(|x| x["id"] == "hopwise-toqd"));

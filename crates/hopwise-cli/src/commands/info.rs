@@ -4,14 +4,33 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use hopwise_config::Config;
-use hopwise_reason::strategy::STRATEGIES;
+use hopwise_reason::strategy::{StrategySpec, STRATEGIES};
 
-pub fn strategies(json: bool) -> Result<ExitCode> {
+pub fn strategies(name: Option<&str>, json: bool) -> Result<ExitCode> {
+    if let Some(name) = name {
+        let s = hopwise_reason::strategy::spec(name).map_err(|_| {
+            let hint = hopwise_config::closest_strategy(name).map(|n| format!(" (did you mean `{n}`?)"));
+            anyhow::anyhow!("no strategy `{name}`{}; `hopwise strategies` lists them", hint.unwrap_or_default())
+        })?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&s.describe())?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!("{}\n\n{}\n", s.name, s.description);
+        println!("Options ([strategies.{}] in hopwise.toml, or --opt KEY=VALUE), at their defaults:", s.name);
+        match s.default_options().as_object() {
+            Some(options) if !options.is_empty() => {
+                let width = options.keys().map(String::len).max().unwrap_or(0);
+                for (key, value) in options {
+                    println!("  {key:<width$}  {value}");
+                }
+            }
+            _ => println!("  (none)"),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if json {
-        let list: Vec<_> = STRATEGIES
-            .iter()
-            .map(|s| serde_json::json!({"name": s.name, "description": s.description, "needs_retriever": s.needs_retriever}))
-            .collect();
+        let list: Vec<_> = STRATEGIES.iter().map(StrategySpec::describe).collect();
         println!("{}", serde_json::to_string_pretty(&list)?);
     } else {
         let width = STRATEGIES.iter().map(|s| s.name.len()).max().unwrap_or(0);

@@ -39,7 +39,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Serve(args) => serve::run(config, args).await,
         Command::RetrievalEval(args) => retrieval_eval::run(config, args).await,
         Command::GateEval(args) => gate_eval::run(config, args).await,
-        Command::Strategies(args) => info::strategies(args.json),
+        Command::Strategies(args) => info::strategies(args.name.as_deref(), args.json),
         Command::Prompts(args) => info::prompts(&config, args.name.as_deref()),
         Command::Config => info::config(&config),
         Command::Index(args) => index::run(&config, args).await,

@@ -14,7 +14,7 @@ use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
 use crate::strategy::api::{Answer, Strategy};
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CotOptions {}
 
@@ -47,7 +47,7 @@ impl Strategy for Cot {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CotScOptions {
     /// Reasoning paths sampled (the request's `n`).

@@ -8,7 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DirectOptions {}
 

@@ -12,7 +12,7 @@ use crate::details::baseline::BaselineNode;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PlanSolveOptions {
     /// Passages to read (retrieval variant); the context's `k` when not set.

@@ -10,7 +10,7 @@ use crate::ctx::{format_passages, Ctx};
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RtrOptions {
     /// Passages to read; the context's `k` when not set.

@@ -31,7 +31,7 @@ use crate::protocol::sentence::first_sentence;
 use crate::strategy::api::{Answer, Strategy};
 
 /// How the final answer is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reader {
     Cot,
@@ -39,7 +39,7 @@ pub enum Reader {
     Chain,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IrcotOptions {
     /// Reasoning sentences (and so searches after the first) at most.

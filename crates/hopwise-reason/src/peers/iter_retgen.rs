@@ -21,7 +21,7 @@ use crate::error::{ReasonError, Result};
 use crate::protocol::answer::final_answer;
 use crate::strategy::api::{Answer, Strategy};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IterRetGenOptions {
     /// Retrieval-generation rounds.

@@ -25,7 +25,7 @@ use crate::protocol::agent::{read_turn, transcript_turn, AgentAction, ANSWER_GRA
 use crate::protocol::answer::final_answer;
 use crate::strategy::api::{Answer, Strategy};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SearchAgentOptions {
     /// Searches allowed before the agent must answer.

@@ -127,7 +127,7 @@ impl ToqdOptions {
 }
 
 /// Options of `toqd-paper` and `toqd-noir-paper`: the paper's ablation switches.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PaperOptions {
     /// Filter the sub-questions with the critique step.

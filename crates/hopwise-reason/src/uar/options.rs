@@ -8,7 +8,7 @@ use crate::gate::{GateSettings, Similarity, UncertaintyGate};
 use crate::uncertainty::Estimator;
 
 /// Options of `uar`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct UarOptions {
     pub uncertainty: Estimator,
@@ -43,7 +43,7 @@ impl Default for UarOptions {
 }
 
 /// Options of `always-retrieve` and `always-retrieve-subquery`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AlwaysRetrieveOptions {
     /// Default: `sentence` for `always-retrieve`, `subquery` for `always-retrieve-subquery`.
@@ -59,7 +59,7 @@ impl Default for AlwaysRetrieveOptions {
 }
 
 /// Options of `flare-instruct`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FlareInstructOptions {
     pub max_steps: u32,
@@ -73,7 +73,7 @@ impl Default for FlareInstructOptions {
 }
 
 /// Options of `flare-direct`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FlareDirectOptions {
     /// θ: the look-ahead sentence is searched for and regenerated when any of its tokens has a
