@@ -114,8 +114,9 @@ pub struct CompareArgs {
     /// The other runs' strategy, when their files hold several.
     #[arg(long)]
     pub other_strategy: Option<String>,
-    /// The score compared: accuracy (cover-EM for QA, label accuracy for fact checking), cover-em, em, f1.
-    #[arg(long, default_value = "accuracy")]
+    /// The score compared: em (the headline), cover-em, f1, or accuracy (cover-EM for QA, label
+    /// accuracy for fact checking).
+    #[arg(long, default_value = "em")]
     pub metric: Metric,
     /// Also split the questions: `qtype` (the dataset's question type) or `searched` (whether OTHER
     /// retrieved for the question, i.e. what its gate kept closed-book).

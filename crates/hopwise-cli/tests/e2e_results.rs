@@ -116,7 +116,8 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     assert!(markdown.contains("## Paired with rtr"), "{markdown}");
     assert!(markdown.contains("| tiny | direct | rtr | 4 | -25.0 ["), "{markdown}");
     assert!(markdown.contains("1 / 1 / 2 |"), "{markdown}");
-    assert!(markdown.contains("| Δ cover-EM (pp) [95% CI] | Δ EM (pp) [95% CI] | Δ F1 (pp) [95% CI] |"), "{markdown}");
+    let header = "| Δ EM (pp) [95% CI] | Δ cover-EM (pp) [95% CI] | Δ F1 (pp) [95% CI] | wins / ties / losses (EM) |";
+    assert!(markdown.contains(header), "EM, the headline, first: {markdown}");
     assert!(markdown.contains("| 50.00 (n=4) ["), "rtr's 50 % with its interval: {markdown}");
     assert!(markdown.contains("| prompt tokens | cached prompt tokens | completion tokens |"), "{markdown}");
 
@@ -130,7 +131,7 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     let mut compare = hopwise(&home, &data);
     compare.arg("compare").args([rows.join("rtr"), rows.join("direct")]).args(["--by", "qtype"]);
     let table = String::from_utf8(run(compare).await.stdout).expect("utf-8");
-    assert!(table.starts_with("direct against rtr, accuracy on the questions both answered\n"), "{table}");
+    assert!(table.starts_with("direct against rtr, EM on the questions both answered\n"), "EM by default: {table}");
     assert!(table.contains("| all | 4 | 50.0 | 25.0 | -25.0 ["), "{table}");
     assert!(table.contains("| 1 / 1 / 2 | 1.00 / 1.00 |"), "{table}");
     assert!(table.contains("| comparison | 1 | 0.0 | 100.0 | +100.0 [+100.0, +100.0] | 1 / 0 / 0 |"), "{table}");

@@ -97,7 +97,7 @@ where
     chart
         .configure_mesh()
         .x_desc(x_desc)
-        .y_desc("cover-EM (%)")
+        .y_desc("EM (%)")
         .label_style((FONT, 13))
         .light_line_style(WHITE)
         .x_labels(12)

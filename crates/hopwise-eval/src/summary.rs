@@ -229,24 +229,24 @@ pub fn points_with_interval(difference: &crate::bootstrap::PairedDifference) -> 
 pub fn render_paired(out: &mut String, paired: &[PairedComparison]) {
     let _ = writeln!(
         out,
-        "| dataset | strategy | vs | n | Δ cover-EM (pp) [95% CI] | Δ EM (pp) [95% CI] | Δ F1 (pp) [95% CI] | wins / ties / losses |"
+        "| dataset | strategy | vs | n | Δ EM (pp) [95% CI] | Δ cover-EM (pp) [95% CI] | Δ F1 (pp) [95% CI] | wins / ties / losses (EM) |"
     );
     let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|");
     for p in paired {
-        let a = &p.accuracy;
+        let em = &p.em;
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |",
             p.dataset,
             p.strategy,
             p.baseline,
-            a.n,
-            points_with_interval(a),
-            points_with_interval(&p.em),
+            em.n,
+            points_with_interval(em),
+            points_with_interval(&p.accuracy),
             points_with_interval(&p.f1),
-            a.wins,
-            a.ties,
-            a.losses
+            em.wins,
+            em.ties,
+            em.losses
         );
     }
     out.push('\n');

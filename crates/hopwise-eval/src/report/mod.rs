@@ -79,7 +79,7 @@ fn draw_plots(
                 .filter_map(|r| {
                     r.cell.as_ref().map(|c| CostPoint {
                         label: r.label.clone(),
-                        accuracy: c.accuracy,
+                        accuracy: c.em,
                         seconds: c.seconds,
                         tokens: c.prompt_tokens + c.completion_tokens,
                     })
@@ -94,7 +94,7 @@ fn draw_plots(
             };
             let stem = config.plots_dir.join(&m.model).join(file);
             let title =
-                format!("{}{range} · {}: cover-EM against cost per question", display_name(&d.dataset), m.model);
+                format!("{}{range} · {}: EM against cost per question", display_name(&d.dataset), m.model);
             match draw_cost_accuracy(&title, &points, &stem) {
                 Ok(()) => {
                     links.insert((m.model.clone(), m.range, d.dataset.clone()), relative_to(doc_dir, &stem));

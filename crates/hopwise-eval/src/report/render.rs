@@ -158,7 +158,7 @@ fn stale_note(out: &mut String, t: &Table) {
 fn table(out: &mut String, t: &Table) {
     let _ = writeln!(
         out,
-        "| row | options | n | cover-EM | EM | F1 | LLM calls | retrieval rounds | prompt tokens | completion tokens | cached prompt tokens | s / question |"
+        "| row | options | n | EM | cover-EM | F1 | LLM calls | retrieval rounds | prompt tokens | completion tokens | cached prompt tokens | s / question |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &t.rows {
@@ -168,8 +168,8 @@ fn table(out: &mut String, t: &Table) {
             "| {} | {options} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.label,
             n_column(r),
-            cell_or_dash(r, &|c| pct_with_interval(c.accuracy, c.intervals.map(|i| i.accuracy))),
             cell_or_dash(r, &|c| pct_with_interval(c.em, c.intervals.map(|i| i.em))),
+            cell_or_dash(r, &|c| pct_with_interval(c.accuracy, c.intervals.map(|i| i.accuracy))),
             cell_or_dash(r, &|c| pct_with_interval(c.f1, c.intervals.map(|i| i.f1))),
             cell_or_dash(r, &|c| format!("{:.2}", c.llm_calls)),
             cell_or_dash(r, &|c| format!("{:.2}", c.retrieval_rounds)),
@@ -202,7 +202,7 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
     if let Some(stem) = plots.get(&(model.to_string(), range, d.dataset.clone())) {
         let _ = writeln!(
             out,
-            "![{name}: cover-EM against seconds and tokens per question]({stem}.png)\n\n\
+            "![{name}: EM against seconds and tokens per question]({stem}.png)\n\n\
              Cost against accuracy, one point per main-table row with results (SVG: [{stem}.svg]({stem}.svg)). \
              Filled points joined by the line are the Pareto front: no other row is both cheaper and more \
              accurate. Both cost axes are logarithmic.\n"
@@ -211,8 +211,9 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
     if !d.paired.is_empty() {
         let _ = writeln!(
             out,
-            "Paired with `{BASELINE}` on {name} (`row - {BASELINE}` per question; wins / ties / losses by cover-EM; \
-             EM gives no credit to an answer that only contains a gold alias, such as a sentence or a list):\n"
+            "Paired with `{BASELINE}` on {name} (`row - {BASELINE}` per question; wins / ties / losses by EM, \
+             which gives no credit to an answer that only contains a gold alias, such as a sentence or a list; \
+             cover-EM gives it):\n"
         );
         render_paired(out, &d.paired);
     }
@@ -222,7 +223,7 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
         let _ = writeln!(
             out,
             "Against the strongest peer on {name}, `{}` (the highest EM among the complete peer rows: {}); \
-             `row - {}` per question, wins / ties / losses by cover-EM:\n",
+             `row - {}` per question, wins / ties / losses by EM:\n",
             peer.peer,
             candidates.join(", "),
             peer.peer
