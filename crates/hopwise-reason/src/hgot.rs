@@ -262,22 +262,22 @@ impl Run<'_> {
     }
 }
 
-/// Every template HGOT may render (`nli_judge_batch`, last, only with `batch_judgements`).
-pub(crate) const TEMPLATES: &[&str] = &[
-    "hgot_probe",
-    "hgot_plan",
-    "hgot_reflect",
-    "hgot_formalize",
-    "hgot_rewrite",
-    "hgot_infer",
-    "nli_judge",
-    "nli_judge_batch",
-];
-/// The templates without `batch_judgements`.
-const PAIRWISE_TEMPLATES: &[&str] = match TEMPLATES.split_last() {
-    Some((_, pairwise)) => pairwise,
-    None => TEMPLATES,
-};
+/// HGOT's step templates and the judge's pair template, which every configuration may render,
+/// followed by those only some options render.
+macro_rules! hgot_templates {
+    ($($extra:literal),*) => {
+        &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge", $($extra),*]
+    };
+}
+/// Every template HGOT may render: with `batch_judgements` the judge's batch template, with
+/// `demonstrations` the demonstration blocks. A configuration's own list holds only what it could
+/// render, so its prompts fingerprint changes only with those.
+pub(crate) const TEMPLATES: &[&str] =
+    hgot_templates!("nli_judge_batch", "hgot_demos", "hgot_demo_thought", "hgot_demo_passages", "hgot_demo_plan");
+const BATCHED: &[&str] = hgot_templates!("nli_judge_batch");
+const PAIRWISE: &[&str] = hgot_templates!();
+const PAIRWISE_WITH_DEMOS: &[&str] =
+    hgot_templates!("hgot_demos", "hgot_demo_thought", "hgot_demo_passages", "hgot_demo_plan");
 
 #[async_trait]
 impl Strategy for Hgot {
@@ -286,7 +286,12 @@ impl Strategy for Hgot {
     }
 
     fn templates(&self) -> Option<&'static [&'static str]> {
-        Some(if self.opts.batch_judgements { TEMPLATES } else { PAIRWISE_TEMPLATES })
+        Some(match (self.opts.batch_judgements, self.pool.is_some()) {
+            (true, true) => TEMPLATES,
+            (true, false) => BATCHED,
+            (false, true) => PAIRWISE_WITH_DEMOS,
+            (false, false) => PAIRWISE,
+        })
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {

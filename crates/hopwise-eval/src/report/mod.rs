@@ -93,8 +93,7 @@ fn draw_plots(
                 scan::Range::Test => (format!("test-{}-cost", d.dataset), " (test range)".to_string()),
             };
             let stem = config.plots_dir.join(&m.model).join(file);
-            let title =
-                format!("{}{range} · {}: EM against cost per question", display_name(&d.dataset), m.model);
+            let title = format!("{}{range} · {}: EM against cost per question", display_name(&d.dataset), m.model);
             match draw_cost_accuracy(&title, &points, &stem) {
                 Ok(()) => {
                     links.insert((m.model.clone(), m.range, d.dataset.clone()), relative_to(doc_dir, &stem));

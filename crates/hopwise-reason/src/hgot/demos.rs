@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::citations::take_markers;
 use super::options::DemoSelection;
+use crate::error::Result;
 
 /// One pool line; written by `hopwise data demos` and read here, so both sides share this type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,44 +199,51 @@ pub fn select_lexical(pool: &DemoPool, selection: DemoSelection, question: &str,
     }
 }
 
-/// The Probe/Infer demonstrations block (ends with a blank line), or "" for none.
-pub fn render_thoughts(pool: &DemoPool, picked: &[usize]) -> String {
-    let blocks: Vec<String> = picked
-        .iter()
-        .filter_map(|&i| pool.demos.get(i))
-        .map(|d| {
-            let passages = if d.passages.is_empty() {
-                String::new()
-            } else {
-                let listed: Vec<String> =
-                    d.passages.iter().enumerate().map(|(i, p)| format!("[{}] {p}", i + 1)).collect();
-                format!("Passages:\n{}\n", listed.join("\n"))
-            };
-            format!("{passages}Question: {}\nRationale: {}\nAnswer: {}", d.question, d.rationale, d.answer)
-        })
-        .collect();
-    wrap(blocks)
-}
+/// Fills a template by name (`Ctx::render`, which also records what a strategy rendered).
+pub trait Render: Fn(&str, &[(&str, &str)]) -> Result<String> {}
+impl<F: Fn(&str, &[(&str, &str)]) -> Result<String>> Render for F {}
 
-/// The Plan demonstrations block from the picked demos that carry steps.
-pub fn render_plans(pool: &DemoPool, picked: &[usize]) -> String {
-    let blocks: Vec<String> = picked
-        .iter()
-        .filter_map(|&i| pool.demos.get(i))
-        .filter(|d| !d.steps.is_empty())
-        .map(|d| {
-            let steps: Vec<String> = d.steps.iter().enumerate().map(|(i, s)| format!("Step {}: {s}", i + 1)).collect();
-            format!("Question: {}\n{}", d.question, steps.join("\n"))
-        })
-        .collect();
-    wrap(blocks)
-}
-
-fn wrap(blocks: Vec<String>) -> String {
-    if blocks.is_empty() {
-        return String::new();
+/// The Probe/Infer demonstrations block (`hgot_demos` of `hgot_demo_thought` examples; it ends with
+/// a blank line), or "" for none.
+pub fn render_thoughts(pool: &DemoPool, picked: &[usize], render: &impl Render) -> Result<String> {
+    let mut examples = Vec::new();
+    for demo in picked.iter().filter_map(|&i| pool.demos.get(i)) {
+        let passages = if demo.passages.is_empty() {
+            String::new()
+        } else {
+            let listed: Vec<String> =
+                demo.passages.iter().enumerate().map(|(i, p)| format!("[{}] {p}", i + 1)).collect();
+            render("hgot_demo_passages", &[("passages", &listed.join("\n"))])?
+        };
+        examples.push(render(
+            "hgot_demo_thought",
+            &[
+                ("passages", &passages),
+                ("question", &demo.question),
+                ("rationale", &demo.rationale),
+                ("answer", &demo.answer),
+            ],
+        )?);
     }
-    format!("Solved examples:\n\n{}\n\nNow the task.\n\n", blocks.join("\n\n"))
+    wrap(examples, render)
+}
+
+/// The Plan demonstrations block (`hgot_demo_plan` examples, in the Plan's `Step N:` protocol) from
+/// the picked demos that carry steps.
+pub fn render_plans(pool: &DemoPool, picked: &[usize], render: &impl Render) -> Result<String> {
+    let mut examples = Vec::new();
+    for demo in picked.iter().filter_map(|&i| pool.demos.get(i)).filter(|d| !d.steps.is_empty()) {
+        let steps: Vec<String> = demo.steps.iter().enumerate().map(|(i, s)| format!("Step {}: {s}", i + 1)).collect();
+        examples.push(render("hgot_demo_plan", &[("question", &demo.question), ("steps", &steps.join("\n"))])?);
+    }
+    wrap(examples, render)
+}
+
+fn wrap(examples: Vec<String>, render: &impl Render) -> Result<String> {
+    if examples.is_empty() {
+        return Ok(String::new());
+    }
+    render("hgot_demos", &[("examples", &examples.join("\n\n"))])
 }
 
 #[cfg(test)]
@@ -307,12 +315,39 @@ mod tests {
         assert_eq!(classes.len(), 3, "one demo per class: {b:?}");
         assert_eq!(balanced(&pool.demos, "any question", 3), b, "reproducible");
         assert_eq!(balanced(&pool.demos, "q", 10).len(), 4, "never more than the pool");
-        let text = render_thoughts(&pool, &[2]);
-        assert!(text.contains(
-            "Question: Who directed Jaws?\nRationale: Spielberg directed Jaws [1].\nAnswer: Steven Spielberg"
-        ));
-        assert!(render_plans(&pool, &[0]).is_empty(), "no steps, no plan demo");
-        assert!(render_plans(&pool, &[3]).contains("Step 2: Where was he born?"));
         assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
+    }
+
+    /// The blocks come from the templates; the built-in ones give exactly this text.
+    #[test]
+    fn demonstration_blocks_are_rendered_from_the_templates() {
+        let pool = DemoPool::parse(POOL).expect("valid pool");
+        let prompts = hopwise_core::Prompts::default();
+        let render = |name: &str, vars: &[(&str, &str)]| Ok(prompts.render(name, vars)?);
+        assert_eq!(
+            render_thoughts(&pool, &[2, 3], &render).expect("render"),
+            "Solved examples:\n\nQuestion: Who directed Jaws?\nRationale: Spielberg directed Jaws [1].\n\
+             Answer: Steven Spielberg\n\nQuestion: Where was the director of Jaws born?\nRationale: He was born in \
+             Cincinnati [2].\nAnswer: Cincinnati\n\nNow the task.\n\n"
+        );
+        assert_eq!(
+            render_plans(&pool, &[0, 3], &render).expect("render"),
+            "Solved examples:\n\nQuestion: Where was the director of Jaws born?\nStep 1: Who directed Jaws?\n\
+             Step 2: Where was he born?\n\nNow the task.\n\n",
+            "only the demos with steps"
+        );
+        assert_eq!(render_plans(&pool, &[0], &render).expect("render"), "", "no steps, no plan block");
+        let with_passages = DemoPool::parse(
+            r#"{"question": "Q?", "rationale": "R [1].", "answer": "A", "passages": ["P one", "P two"]}"#,
+        )
+        .expect("valid pool");
+        assert_eq!(
+            render_thoughts(&with_passages, &[0], &render).expect("render"),
+            "Solved examples:\n\nPassages:\n[1] P one\n[2] P two\nQuestion: Q?\nRationale: R [1].\nAnswer: A\n\nNow the task.\n\n"
+        );
+        let o = std::collections::BTreeMap::from([("hgot_demos".to_string(), "Beispiele:\n{examples}\n".to_string())]);
+        let german = prompts.clone().with_overrides(&o).expect("valid override");
+        let render = |name: &str, vars: &[(&str, &str)]| Ok(german.render(name, vars)?);
+        assert!(render_thoughts(&pool, &[2], &render).expect("render").starts_with("Beispiele:\nQuestion: Who"));
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::demos::{knn_embedded, render_plans, render_thoughts, select_lexical};
 use super::options::DemoSelection;
 use super::Run;
+use crate::error::Result;
 
 impl Run<'_> {
     async fn pick_demos(&self, question: &str) -> Vec<usize> {
@@ -49,14 +50,16 @@ impl Run<'_> {
     }
 
     /// The Probe/Infer demonstrations block ("" when zero-shot).
-    pub(super) async fn thought_demos(&self, question: &str) -> String {
+    pub(super) async fn thought_demos(&self, question: &str) -> Result<String> {
+        let Some(pool) = &self.hgot.pool else { return Ok(String::new()) };
         let picked = self.pick_demos(question).await;
-        self.hgot.pool.as_ref().map(|pool| render_thoughts(pool, &picked)).unwrap_or_default()
+        render_thoughts(pool, &picked, &|name: &str, vars: &[(&str, &str)]| self.ctx.render(name, vars))
     }
 
     /// The Plan demonstrations block, from the picked examples that carry steps.
-    pub(super) async fn plan_demos(&self, question: &str) -> String {
+    pub(super) async fn plan_demos(&self, question: &str) -> Result<String> {
+        let Some(pool) = &self.hgot.pool else { return Ok(String::new()) };
         let picked = self.pick_demos(question).await;
-        self.hgot.pool.as_ref().map(|pool| render_plans(pool, &picked)).unwrap_or_default()
+        render_plans(pool, &picked, &|name: &str, vars: &[(&str, &str)]| self.ctx.render(name, vars))
     }
 }

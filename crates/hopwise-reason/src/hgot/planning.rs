@@ -39,7 +39,7 @@ impl Run<'_> {
     pub(super) async fn plan(&self, question: &str, id: &str, passages: &[ScoredPassage]) -> Result<Option<Plan>> {
         let opts = &self.hgot.opts;
         let shown: Vec<Passage> = passages.iter().map(|p| p.passage.clone()).collect();
-        let demos = self.plan_demos(question).await;
+        let demos = self.plan_demos(question).await?;
         let max_steps = opts.max_steps.to_string();
         let reply = self
             .ctx

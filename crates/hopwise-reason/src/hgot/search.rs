@@ -135,7 +135,7 @@ impl Run<'_> {
         let top: Vec<Passage> = pool[..k].iter().map(|s| s.passage.clone()).collect();
         let ranked: Vec<RankedPassage> =
             pool[..k].iter().map(|s| RankedPassage { id: s.passage.id.clone(), sigma: s.sigma }).collect();
-        let demos = self.thought_demos(question).await;
+        let demos = self.thought_demos(question).await?;
         let prompt = self.ctx.render(
             "hgot_infer",
             &[

@@ -262,7 +262,7 @@ impl Run<'_> {
         let ps = passages.clone();
         self.ctx.rec().update_node(id, |n| n.passages = ps);
 
-        let demos = self.thought_demos(question).await;
+        let demos = self.thought_demos(question).await?;
         let prompt = self.ctx.render(
             "hgot_probe",
             &[("demonstrations", &demos), ("passages", &format_passages(&passages)), ("question", question)],
