@@ -272,9 +272,16 @@ macro_rules! hgot_templates {
 /// Every template HGOT may render: with `batch_judgements` the judge's batch template, with
 /// `demonstrations` the demonstration blocks. A configuration's own list holds only what it could
 /// render, so its prompts fingerprint changes only with those.
-pub(crate) const TEMPLATES: &[&str] =
-    hgot_templates!("nli_judge_batch", "hgot_demos", "hgot_demo_thought", "hgot_demo_passages", "hgot_demo_plan");
-const BATCHED: &[&str] = hgot_templates!("nli_judge_batch");
+pub(crate) const TEMPLATES: &[&str] = hgot_templates!(
+    "nli_judge_batch",
+    "nli_judge_batch_text",
+    "nli_judge_batch_claim",
+    "hgot_demos",
+    "hgot_demo_thought",
+    "hgot_demo_passages",
+    "hgot_demo_plan"
+);
+const BATCHED: &[&str] = hgot_templates!("nli_judge_batch", "nli_judge_batch_text", "nli_judge_batch_claim");
 const PAIRWISE: &[&str] = hgot_templates!();
 const PAIRWISE_WITH_DEMOS: &[&str] =
     hgot_templates!("hgot_demos", "hgot_demo_thought", "hgot_demo_passages", "hgot_demo_plan");

@@ -153,7 +153,7 @@ impl LlmNli {
 
     /// One `nli_judge_batch` request for `pairs`: a label per pair, in order.
     async fn ask_batch(&self, pairs: &[(String, String)]) -> Result<Vec<Option<NliLabel>>> {
-        let (texts, claims) = batch::render(pairs);
+        let (texts, claims) = batch::render(pairs, &self.prompts)?;
         let prompt = self.prompts.render("nli_judge_batch", &[("texts", &texts), ("claims", &claims)])?;
         let messages = self.messages(prompt);
         let params = GenParams {

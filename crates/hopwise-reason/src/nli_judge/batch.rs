@@ -6,7 +6,7 @@
 //! on servers that take a response format; [`read_labels`] reads it, or, from a backend that
 //! constrains nothing, `N: label` lines.
 
-use hopwise_core::NliLabel;
+use hopwise_core::{NliLabel, Prompts};
 
 use super::parse_label;
 
@@ -38,8 +38,9 @@ fn letter(k: usize) -> String {
     String::from_utf8(name).unwrap_or_default()
 }
 
-/// The `texts` and `claims` variables of the `nli_judge_batch` template.
-pub fn render(pairs: &[(String, String)]) -> (String, String) {
+/// The `texts` and `claims` variables of the `nli_judge_batch` template: each distinct premise as
+/// an `nli_judge_batch_text`, each pair as an `nli_judge_batch_claim` naming its premise's letter.
+pub fn render(pairs: &[(String, String)], prompts: &Prompts) -> hopwise_core::Result<(String, String)> {
     let mut premises: Vec<&str> = Vec::new();
     let mut claims = Vec::with_capacity(pairs.len());
     for (i, (premise, hypothesis)) in pairs.iter().enumerate() {
@@ -47,15 +48,19 @@ pub fn render(pairs: &[(String, String)]) -> (String, String) {
             premises.push(premise);
             premises.len() - 1
         });
-        claims.push(format!("{}. (text {}) {}", i + 1, letter(k), hypothesis.trim()));
+        let vars = [("number", (i + 1).to_string()), ("letter", letter(k)), ("claim", hypothesis.trim().to_string())];
+        claims.push(prompts.render("nli_judge_batch_claim", &borrowed(&vars))?);
     }
-    let texts = premises
-        .iter()
-        .enumerate()
-        .map(|(k, p)| format!("Text {}:\n{}", letter(k), p.trim()))
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    (texts, claims.join("\n"))
+    let mut texts = Vec::with_capacity(premises.len());
+    for (k, premise) in premises.iter().enumerate() {
+        let vars = [("letter", letter(k)), ("text", premise.trim().to_string())];
+        texts.push(prompts.render("nli_judge_batch_text", &borrowed(&vars))?);
+    }
+    Ok((texts.join("\n\n"), claims.join("\n")))
+}
+
+fn borrowed<'a>(vars: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
+    vars.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
 /// The GBNF grammar of a reply to `n` claims: `{"1":"entailment","2":"neutral",…}`, every number
@@ -122,11 +127,15 @@ mod tests {
 
     #[test]
     fn each_premise_is_shown_once_and_each_claim_names_it() {
-        let (texts, claims) = render(&pairs(&[
-            ("Paris is in France.", "Paris is French."),
-            ("Rome is in Italy.", "Rome is Italian."),
-            ("Paris is in France.", "Paris is big."),
-        ]));
+        let (texts, claims) = render(
+            &pairs(&[
+                ("Paris is in France.", "Paris is French."),
+                ("Rome is in Italy.", "Rome is Italian."),
+                ("Paris is in France.", "Paris is big."),
+            ]),
+            &Prompts::default(),
+        )
+        .expect("render");
         assert_eq!(texts, "Text A:\nParis is in France.\n\nText B:\nRome is in Italy.");
         assert_eq!(claims, "1. (text A) Paris is French.\n2. (text B) Rome is Italian.\n3. (text A) Paris is big.");
     }
