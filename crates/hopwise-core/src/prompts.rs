@@ -55,6 +55,17 @@ pub enum Protocol {
     Text,
     /// Not a prompt: phrases, one per line, that code matches replies against.
     PhraseList,
+    /// A piece of a prompt that code repeats or picks and places into another template's placeholder
+    /// (a passage line, a dialog turn, a demonstration); no reply of its own.
+    Fragment,
+}
+
+impl Protocol {
+    /// Text that code assembles into prompts (a fragment) or reads (a phrase list) rather than a
+    /// prompt sent as it stands.
+    pub fn is_part(self) -> bool {
+        matches!(self, Protocol::PhraseList | Protocol::Fragment)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

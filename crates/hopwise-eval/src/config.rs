@@ -194,18 +194,20 @@ pub fn check_run_dir(out_dir: &Path, current: &RunFingerprint) -> Result<()> {
 pub fn strategy_prompts_hash(prompts: &Prompts, name: &str, options: &StrategyOptions) -> Result<String> {
     let strategy = hopwise_reason::strategy::build(name, options)?;
     let mut templates = vec!["system"];
+    templates.extend_from_slice(hopwise_reason::ctx::SHARED_FRAGMENTS);
     templates.extend_from_slice(hopwise_reason::strategy::templates(strategy.as_ref()));
     Ok(prompts_hash(prompts, &templates))
 }
 
 /// A stable hash of the named templates (names and texts; a name with no template counts as empty).
-/// A phrase list counts only when overridden: code reads it rather than sending it, so its built-in
-/// text belongs to the code (which the row's commit records) and only a replacement is configuration.
+/// A part (a phrase list, or a fragment code assembles into prompts) counts only when overridden: its
+/// built-in text belongs to the code that uses it, which the row's commit records, and only a
+/// replacement is configuration.
 pub fn prompts_hash(prompts: &Prompts, names: &[&str]) -> String {
     let mut names: Vec<&str> = names
         .iter()
         .copied()
-        .filter(|name| prompts.protocol(name) != Some(Protocol::PhraseList) || prompts.is_overridden(name))
+        .filter(|name| !prompts.protocol(name).is_some_and(Protocol::is_part) || prompts.is_overridden(name))
         .collect();
     names.sort_unstable();
     names.dedup();
@@ -280,10 +282,10 @@ mod tests {
         assert_eq!(base, prompts_hash(&Prompts::default(), &["system", "direct"]));
     }
 
-    /// The built-in phrase list is code, not configuration: listing it leaves the hash as it was; a
-    /// replacement changes it.
+    /// A built-in part (phrase list, fragment) is code, not configuration: listing it leaves the hash
+    /// as it was; a replacement changes it.
     #[test]
-    fn a_phrase_list_enters_the_hash_only_when_replaced() {
+    fn a_part_enters_the_hash_only_when_replaced() {
         let list = hopwise_reason::protocol::Hedges::TEMPLATE;
         let base = prompts_hash(&Prompts::default(), &["system", "direct"]);
         assert_eq!(base, prompts_hash(&Prompts::default(), &["system", "direct", list]));
@@ -291,6 +293,11 @@ mod tests {
         let replaced = Prompts::default().with_overrides(&o).expect("override");
         assert_ne!(base, prompts_hash(&replaced, &["system", "direct", list]));
         assert_eq!(base, prompts_hash(&replaced, &["system", "direct"]), "only a strategy that reads it");
+        // A fragment likewise: code assembles it into prompts.
+        assert_eq!(base, prompts_hash(&Prompts::default(), &["system", "direct", "hgot_demos"]));
+        let o = BTreeMap::from([("hgot_demos".to_string(), "Beispiele:\n{examples}\n".to_string())]);
+        let replaced = Prompts::default().with_overrides(&o).expect("override");
+        assert_ne!(base, prompts_hash(&replaced, &["system", "direct", "hgot_demos"]));
     }
 
     /// The NLI judge's template is in the fingerprint of the configurations that ask the judge (HGOT,

@@ -189,6 +189,51 @@ impl Ctx {
         crate::protocol::Hedges::from_prompts(&self.prompts)
     }
 
+    /// Passages for a prompt, one `passage_line` each, numbered from 1 (the numbers citations refer
+    /// to); `no_passages` for none.
+    pub fn format_passages(&self, passages: &[Passage]) -> String {
+        if passages.is_empty() {
+            return self.fragment("no_passages", &[]);
+        }
+        let lines: Vec<String> = passages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let number = (i + 1).to_string();
+                if p.title.is_empty() {
+                    self.fragment("passage_line_untitled", &[("number", &number), ("text", p.text.trim())])
+                } else {
+                    self.fragment(
+                        "passage_line",
+                        &[("number", &number), ("title", p.title.trim()), ("text", p.text.trim())],
+                    )
+                }
+            })
+            .collect();
+        lines.join("\n")
+    }
+
+    /// Question/answer pairs for a prompt, one `dialog_turn` each; `nothing_yet` for none.
+    pub fn format_dialog(&self, pairs: &[(String, String)]) -> String {
+        if pairs.is_empty() {
+            return self.nothing_yet();
+        }
+        let turns: Vec<String> =
+            pairs.iter().map(|(q, a)| self.fragment("dialog_turn", &[("question", q), ("answer", a)])).collect();
+        turns.join("\n")
+    }
+
+    /// What a prompt shows where nothing has been found or written yet.
+    pub fn nothing_yet(&self) -> String {
+        self.fragment("nothing_yet", &[])
+    }
+
+    /// A shared fragment, filled. Every placeholder a fragment may use is given here, and overrides
+    /// are checked against them when loaded, so filling cannot fail.
+    fn fragment(&self, name: &str, vars: &[(&str, &str)]) -> String {
+        self.render(name, vars).unwrap_or_default()
+    }
+
     /// The names of the templates this context has rendered.
     pub fn rendered_templates(&self) -> Vec<String> {
         self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect()
@@ -270,32 +315,10 @@ pub(crate) fn take_one(counter: &AtomicU32, max: u32) -> bool {
     counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| (used < max).then_some(used + 1)).is_ok()
 }
 
-/// Formats passages for a prompt as `[1] Title: text` lines (the numbering citations refer to).
-pub fn format_passages(passages: &[Passage]) -> String {
-    if passages.is_empty() {
-        return "(none)".to_string();
-    }
-    passages
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            if p.title.is_empty() {
-                format!("[{}] {}", i + 1, p.text.trim())
-            } else {
-                format!("[{}] {}: {}", i + 1, p.title.trim(), p.text.trim())
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Formats question/answer pairs as a dialog for prompts.
-pub fn format_dialog(pairs: &[(String, String)]) -> String {
-    if pairs.is_empty() {
-        return "(none yet)".to_string();
-    }
-    pairs.iter().map(|(q, a)| format!("Q: {q}\nA: {a}")).collect::<Vec<_>>().join("\n")
-}
+/// The fragments every strategy may render into its prompts (passage lines, dialog turns, the
+/// placeholder for nothing yet), besides its own templates.
+pub const SHARED_FRAGMENTS: &[&str] =
+    &["passage_line", "passage_line_untitled", "no_passages", "dialog_turn", "nothing_yet"];
 
 #[cfg(test)]
 mod budget_tests {
@@ -311,5 +334,47 @@ mod budget_tests {
         assert_eq!(merged.max_seconds, Some(10.0));
         assert_eq!(merged.max_tokens, Some(5_000), "a limit the server does not set can be added");
         assert_eq!(Budget::default().min(&server).max_seconds, Some(60.0));
+    }
+}
+
+#[cfg(test)]
+mod fragment_tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use hopwise_core::scripted::ScriptedLlm;
+    use hopwise_core::{Passage, Prompts, Recorder};
+
+    use super::Ctx;
+
+    fn ctx(prompts: Prompts) -> Ctx {
+        Ctx::new(Arc::new(ScriptedLlm::new()), Arc::new(prompts), Recorder::new("q", "test"))
+    }
+
+    fn passage(title: &str, text: &str) -> Passage {
+        Passage { id: "p".into(), title: title.into(), text: text.into(), ..Default::default() }
+    }
+
+    /// The built-in fragments give these exact texts; an override replaces them.
+    #[test]
+    fn passages_and_dialogs_are_written_from_the_fragments() {
+        let c = ctx(Prompts::default());
+        let passages = [passage(" Jaws ", " A film. "), passage("", "No title.")];
+        assert_eq!(c.format_passages(&passages), "[1] Jaws: A film.\n[2] No title.");
+        assert_eq!(c.format_passages(&[]), "(none)");
+        let dialog = [("Who?".to_string(), "Ann".to_string()), ("When?".to_string(), "1990".to_string())];
+        assert_eq!(c.format_dialog(&dialog), "Q: Who?\nA: Ann\nQ: When?\nA: 1990");
+        assert_eq!(c.format_dialog(&[]), "(none yet)");
+        assert_eq!(
+            c.rendered_templates(),
+            ["dialog_turn", "no_passages", "nothing_yet", "passage_line", "passage_line_untitled"]
+        );
+        let o = BTreeMap::from([
+            ("passage_line".to_string(), "({number}) {title} — {text}".to_string()),
+            ("nothing_yet".to_string(), "(noch nichts)".to_string()),
+        ]);
+        let c = ctx(Prompts::default().with_overrides(&o).expect("valid overrides"));
+        assert_eq!(c.format_passages(&passages[..1]), "(1) Jaws — A film.");
+        assert_eq!(c.format_dialog(&[]), "(noch nichts)");
     }
 }

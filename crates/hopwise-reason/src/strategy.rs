@@ -413,7 +413,8 @@ mod registry_tests {
                 let _ = run(strategy.as_ref(), &ctx, question).await;
                 for template in ctx.rendered_templates() {
                     assert!(
-                        templates(strategy.as_ref()).contains(&template.as_str()),
+                        templates(strategy.as_ref()).contains(&template.as_str())
+                            || crate::ctx::SHARED_FRAGMENTS.contains(&template.as_str()),
                         "{name} rendered `{template}`, which it does not declare"
                     );
                 }

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use hopwise_core::{Decision, GenParams, Nli, NodeTrace, Passage};
 
-use crate::ctx::{format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::details::{
     self,
     sentence::{LoopGate, SentenceNode, SentenceTrace, StepDecision, StepGate},
@@ -371,14 +371,14 @@ impl DynamicRetrieval {
 impl Run<'_> {
     fn answer_so_far(&self) -> String {
         if self.sentences.is_empty() {
-            "(none yet)".to_string()
+            self.ctx.nothing_yet()
         } else {
             self.sentences.join("\n")
         }
     }
 
     fn prompt(&self, template: &str, passages: &[Passage]) -> Result<String> {
-        let passages = format_passages(passages);
+        let passages = self.ctx.format_passages(passages);
         let so_far = self.answer_so_far();
         self.ctx.render(template, &[("passages", &passages), ("question", self.question), ("answer_so_far", &so_far)])
     }

@@ -6,7 +6,7 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 
 use super::{final_answer, parse_numbered_list, record_sink, step_node};
-use crate::ctx::{format_dialog, Ctx};
+use crate::ctx::Ctx;
 use crate::details::baseline::BaselineNode;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
@@ -53,7 +53,7 @@ impl Strategy for LeastToMost {
                 ctx.rec().add_edge(parent, &id);
             }
             ctx.rec().upsert_node(step_node(&id, sub, parents));
-            let dialog = format_dialog(&pairs);
+            let dialog = ctx.format_dialog(&pairs);
             let reply =
                 ctx.complete("solve", Some(&id), "ltm_solve", &[("dialog", &dialog), ("question", sub)]).await?;
             let answer = final_answer(&reply);
@@ -63,7 +63,7 @@ impl Strategy for LeastToMost {
             });
             pairs.push((sub.clone(), answer));
         }
-        let dialog = format_dialog(&pairs);
+        let dialog = ctx.format_dialog(&pairs);
         let reply =
             ctx.complete("final", Some(SINK), "ltm_final", &[("dialog", &dialog), ("question", question)]).await?;
         let text = final_answer(&reply);

@@ -7,7 +7,7 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 
 use super::{final_answer, parse_numbered_list, record_sink};
-use crate::ctx::{format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::details::baseline::BaselineNode;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
@@ -43,7 +43,7 @@ impl Strategy for PlanSolve {
         let (reply, passages) = if self.with_retrieval {
             let k = self.opts.k.unwrap_or(ctx.k()).max(1);
             let passages = ctx.retrieve(Some(SINK), question, k).await?;
-            let vars = [("passages", format_passages(&passages)), ("question", question.to_string())];
+            let vars = [("passages", ctx.format_passages(&passages)), ("question", question.to_string())];
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
             (ctx.complete("plan_and_solve", Some(SINK), "plan_solve_rtr", &vars).await?, passages)
         } else {

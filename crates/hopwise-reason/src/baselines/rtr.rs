@@ -6,7 +6,7 @@ use hopwise_core::Decision;
 use serde::Deserialize;
 
 use super::{final_answer, record_sink};
-use crate::ctx::{format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
 
@@ -36,7 +36,12 @@ impl Strategy for Rtr {
         let k = self.opts.k.unwrap_or(ctx.k()).max(1);
         let passages = ctx.retrieve(Some(SINK), question, k).await?;
         let reply = ctx
-            .complete("read", Some(SINK), "rtr", &[("passages", &format_passages(&passages)), ("question", question)])
+            .complete(
+                "read",
+                Some(SINK),
+                "rtr",
+                &[("passages", &ctx.format_passages(&passages)), ("question", question)],
+            )
             .await?;
         let text = final_answer(&reply);
         record_sink(ctx, question, &text, Decision::Retrieved, Vec::new(), passages, None);

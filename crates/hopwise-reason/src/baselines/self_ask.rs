@@ -7,7 +7,7 @@ use hopwise_core::{Decision, GenParams};
 use serde::Deserialize;
 
 use super::{final_answer, record_sink, step_node};
-use crate::ctx::{format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::details::baseline::BaselineNode;
 use crate::error::Result;
 use crate::strategy::api::{Answer, Strategy};
@@ -76,9 +76,9 @@ pub fn parse_self_ask_step(reply: &str) -> SelfAskStep {
     SelfAskStep::Unclear
 }
 
-fn scratchpad(pairs: &[(String, String)]) -> String {
+fn scratchpad(ctx: &Ctx, pairs: &[(String, String)]) -> String {
     if pairs.is_empty() {
-        return "(none yet)".to_string();
+        return ctx.nothing_yet();
     }
     pairs.iter().map(|(q, a)| format!("Follow up: {q}\nIntermediate answer: {a}")).collect::<Vec<_>>().join("\n")
 }
@@ -101,7 +101,7 @@ impl Strategy for SelfAsk {
                 ctx.complete_with("follow_up", None, "self_ask_first", &[("question", question)], step_params.clone())
                     .await?
             } else {
-                let pad = scratchpad(&pairs);
+                let pad = scratchpad(ctx, &pairs);
                 let vars = [("question", question), ("scratchpad", pad.as_str())];
                 ctx.complete_with("follow_up", None, "self_ask", &vars, step_params.clone()).await?
             };
@@ -135,7 +135,7 @@ impl Strategy for SelfAsk {
                         "answer_follow_up",
                         Some(&id),
                         "self_ask_read",
-                        &[("passages", &format_passages(&passages)), ("question", &follow_up)],
+                        &[("passages", &ctx.format_passages(&passages)), ("question", &follow_up)],
                     )
                     .await?;
                 (final_answer(&reply), Decision::Retrieved, passages)
@@ -155,7 +155,7 @@ impl Strategy for SelfAsk {
         let text = match answered {
             Some(a) => a,
             None => {
-                let pad = scratchpad(&pairs);
+                let pad = scratchpad(ctx, &pairs);
                 let reply = ctx
                     .complete("final", Some(SINK), "self_ask_final", &[("question", question), ("scratchpad", &pad)])
                     .await?;
@@ -173,7 +173,7 @@ impl Strategy for SelfAsk {
             Vec::new(),
             Some(BaselineNode { forced_final: Some(forced), ..Default::default() }),
         );
-        Ok(Answer { text, rationale: Some(scratchpad(&pairs)) })
+        Ok(Answer { text, rationale: Some(scratchpad(ctx, &pairs)) })
     }
 }
 

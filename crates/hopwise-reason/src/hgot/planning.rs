@@ -8,7 +8,7 @@ use super::steps::{
     Steps,
 };
 use super::{update_detail, Run, ScoredPassage};
-use crate::ctx::format_passages;
+
 use crate::details::hgot::{EdgesFrom, PlanRecord};
 use crate::error::Result;
 
@@ -49,7 +49,7 @@ impl Run<'_> {
                 "hgot_plan",
                 &[
                     ("demonstrations", &demos),
-                    ("passages", &format_passages(&shown)),
+                    ("passages", &self.ctx.format_passages(&shown)),
                     ("question", question),
                     ("max_steps", &max_steps),
                 ],

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use hopwise_core::{Decision, NodeTrace, Passage};
 
 use super::{merge_passages, planning, update_detail, Outcome, Run, StepOutcome};
-use crate::ctx::{format_dialog, format_passages};
+
 use crate::details::{
     self,
     hgot::{HgotNode, RankedPassage, ThoughtsRecord},
@@ -83,7 +83,7 @@ impl Run<'_> {
     async fn rewrite(&self, task: &NodeTask) -> String {
         // Steps that found no answer have nothing to substitute.
         let answered: Vec<(String, String)> = task.dialog.iter().filter(|(_, a)| !a.is_empty()).cloned().collect();
-        let dialog = format_dialog(&answered);
+        let dialog = self.ctx.format_dialog(&answered);
         let reply = self
             .ctx
             .complete("rewrite", Some(&task.id), "hgot_rewrite", &[("dialog", &dialog), ("question", &task.question)])
@@ -140,8 +140,8 @@ impl Run<'_> {
             "hgot_infer",
             &[
                 ("demonstrations", &demos),
-                ("passages", &format_passages(&top)),
-                ("findings", &format_dialog(&findings)),
+                ("passages", &self.ctx.format_passages(&top)),
+                ("findings", &self.ctx.format_dialog(&findings)),
                 ("question", question),
             ],
         )?;

@@ -5,7 +5,7 @@ use hopwise_core::{GenParams, Passage, Repair};
 
 use super::citations::{parse_thought, score_all, CitationScore, Thought};
 use super::{update_detail, Outcome, Run, ScoredPassage};
-use crate::ctx::format_passages;
+
 use crate::details::hgot::{SigmaEntry, ThoughtSample, ThoughtsRecord};
 use crate::error::{ReasonError, Result};
 use crate::vote::{
@@ -265,7 +265,7 @@ impl Run<'_> {
         let demos = self.thought_demos(question).await?;
         let prompt = self.ctx.render(
             "hgot_probe",
-            &[("demonstrations", &demos), ("passages", &format_passages(&passages)), ("question", question)],
+            &[("demonstrations", &demos), ("passages", &self.ctx.format_passages(&passages)), ("question", question)],
         )?;
         // A unanimous Probe stops its node when `stop_confidence` is set: its judgements decide nothing.
         let skip = self.hgot.opts.stop_confidence.is_some() && !self.hgot.opts.judge_unanimous;

@@ -22,7 +22,7 @@ use serde::Deserialize;
 
 use super::{accumulate, chain_node};
 use crate::chain::record_sink;
-use crate::ctx::{format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
 use crate::protocol::answer::final_answer;
@@ -92,9 +92,12 @@ impl Strategy for Ircot {
         let params = GenParams { n: 1, max_tokens: SENTENCE_MAX_TOKENS, ..ctx.params().clone() };
         for step in 1..=self.opts.max_steps as usize {
             let id = step.to_string();
-            let so_far = if sentences.is_empty() { "(none yet)".to_string() } else { sentences.join(" ") };
-            let vars =
-                [("passages", format_passages(&pool)), ("question", question.to_string()), ("answer_so_far", so_far)];
+            let so_far = if sentences.is_empty() { ctx.nothing_yet() } else { sentences.join(" ") };
+            let vars = [
+                ("passages", ctx.format_passages(&pool)),
+                ("question", question.to_string()),
+                ("answer_so_far", so_far),
+            ];
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let reply = ctx.complete_with("reason", Some(&id), "ircot_step", &vars, params.clone()).await?;
             let sentence = first_sentence(&reply);
@@ -137,7 +140,7 @@ impl Strategy for Ircot {
                         "read",
                         Some(SINK),
                         template,
-                        &[("passages", &format_passages(&pool)), ("question", question)],
+                        &[("passages", &ctx.format_passages(&pool)), ("question", question)],
                     )
                     .await?;
                 final_answer(&reply)

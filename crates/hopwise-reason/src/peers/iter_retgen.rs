@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::chain_node;
 use crate::chain::record_sink;
-use crate::ctx::{format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
 use crate::protocol::answer::final_answer;
@@ -74,7 +74,7 @@ impl Strategy for IterRetGen {
                     "generate",
                     Some(&id),
                     "iter_retgen",
-                    &[("passages", &format_passages(&passages)), ("question", question)],
+                    &[("passages", &ctx.format_passages(&passages)), ("question", question)],
                 )
                 .await?;
             answer = final_answer(&reply);

@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use super::chain_node;
 use crate::chain::record_sink;
-use crate::ctx::{format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::details::baseline::BaselineNode;
 use crate::error::{ReasonError, Result};
 use crate::protocol::agent::{read_turn, transcript_turn, AgentAction, ANSWER_GRAMMAR, TURN_GRAMMAR, TURN_STOPS};
@@ -103,7 +103,7 @@ impl Strategy for SearchAgent {
                     ctx.rec().upsert_node(chain_node(step, query));
                     let found = ctx.retrieve(Some(&id), query, k).await?;
                     transcript.push_str(&transcript_turn(&reply, &action));
-                    transcript.push_str(&format!("\n<information>\n{}\n</information>\n", format_passages(&found)));
+                    transcript.push_str(&format!("\n<information>\n{}\n</information>\n", ctx.format_passages(&found)));
                     for p in &found {
                         if !read.iter().any(|q| q.id == p.id) {
                             read.push(p.clone());

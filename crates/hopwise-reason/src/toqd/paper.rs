@@ -20,7 +20,7 @@ use hopwise_core::{grammars, Decision, GenParams, NodeTrace, Passage, Repair};
 
 use super::graph::{self, Fatal, TraceObserver};
 use super::options::PaperOptions;
-use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::executor::{ChildGraph, NodeOutcome, NodeTask, Phase};
 use crate::protocol::answer::{answer_with_reason, short_answer};
@@ -251,7 +251,11 @@ impl ToqdPaper {
                     "aggregate",
                     Some(id),
                     "toqd_aggregate",
-                    &[("dialog", &format_dialog(&task.dialog)), ("question", &question), ("answer_format", &format)],
+                    &[
+                        ("dialog", &ctx.format_dialog(&task.dialog)),
+                        ("question", &question),
+                        ("answer_format", &format),
+                    ],
                     self.params(ctx, ANSWER_TOKENS, None),
                 )
                 .await?;
@@ -293,7 +297,11 @@ impl ToqdPaper {
                     "self_verify_context",
                     Some(id),
                     "toqd_self_verify_context",
-                    &[("passages", &format_passages(&passages)), ("question", &question), ("answer_format", &format)],
+                    &[
+                        ("passages", &ctx.format_passages(&passages)),
+                        ("question", &question),
+                        ("answer_format", &format),
+                    ],
                     self.params(ctx, ANSWER_TOKENS, None),
                 )
                 .await?;
@@ -308,15 +316,15 @@ impl ToqdPaper {
                 ctx.render(
                     "toqd_decompose_internal",
                     &[
-                        ("dialog", &format_dialog(&task.dialog)),
+                        ("dialog", &ctx.format_dialog(&task.dialog)),
                         ("question", &question),
-                        ("passages", &format_passages(&passages)),
+                        ("passages", &ctx.format_passages(&passages)),
                     ],
                 )?
             } else {
                 ctx.render(
                     "toqd_decompose_leaf",
-                    &[("question", &question), ("passages", &format_passages(&passages))],
+                    &[("question", &question), ("passages", &ctx.format_passages(&passages))],
                 )?
             };
             if let Some(plan) = self.plan(ctx, Some(id), &question, prompt).await? {
@@ -339,7 +347,7 @@ impl ToqdPaper {
                 "best_effort",
                 Some(id),
                 "toqd_best_effort",
-                &[("passages", &format_passages(&passages)), ("question", &question)],
+                &[("passages", &ctx.format_passages(&passages)), ("question", &question)],
                 self.params(ctx, ANSWER_TOKENS, None),
             )
             .await?;
@@ -364,7 +372,7 @@ impl ToqdPaper {
                 Some(&task.id),
                 "toqd_rewrite",
                 &[
-                    ("dialog", &format_dialog(&task.dialog)),
+                    ("dialog", &ctx.format_dialog(&task.dialog)),
                     ("question", &task.question),
                     ("main_question", main_question),
                 ],
@@ -390,7 +398,7 @@ impl ToqdPaper {
                 "summary",
                 Some(SINK),
                 "toqd_summary",
-                &[("dialog", &format_dialog(dialog)), ("question", question), ("answer_format", &format)],
+                &[("dialog", &ctx.format_dialog(dialog)), ("question", question), ("answer_format", &format)],
                 self.params(ctx, SUMMARY_TOKENS, None),
             )
             .await

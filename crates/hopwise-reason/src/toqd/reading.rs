@@ -5,7 +5,7 @@
 use hopwise_core::text::normalize_answer;
 use hopwise_core::{GenParams, Passage};
 
-use crate::ctx::{format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::details::{
     self,
     toqd::{ReadingRecord, ToqdNode},
@@ -195,7 +195,7 @@ pub(super) fn reading_prompt(ctx: &Ctx, question: &str, passages: &[Passage], ex
     }
     ctx.render(
         "toqd_self_verify_context",
-        &[("passages", &format_passages(passages)), ("question", question), ("answer_format", &format)],
+        &[("passages", &ctx.format_passages(passages)), ("question", question), ("answer_format", &format)],
     )
 }
 

@@ -7,7 +7,7 @@ use hopwise_core::{Decision, GenParams, Passage};
 
 use super::reading::{self, Expect, Form, Reading, Settled, ANSWER_TOKENS};
 use super::{NodeGate, QuestionState, Toqd};
-use crate::ctx::{format_dialog, take_one, Ctx};
+use crate::ctx::{take_one, Ctx};
 use crate::details::{
     self,
     toqd::{GateDecision, GateRecord, ToqdNode},
@@ -221,7 +221,7 @@ impl Toqd {
         let format = reading::answer_format(ctx, expect)?;
         let prompt = ctx.render(
             "toqd_aggregate",
-            &[("dialog", &format_dialog(&task.dialog)), ("question", &question), ("answer_format", &format)],
+            &[("dialog", &ctx.format_dialog(&task.dialog)), ("question", &question), ("answer_format", &format)],
         )?;
         let params = GenParams { max_tokens: ctx.params().max_tokens.min(ANSWER_TOKENS), ..ctx.params().clone() };
         let reply = ctx.chat("aggregate", Some(id), prompt, params).await?;

@@ -7,7 +7,7 @@ use hopwise_core::{Decision, GenParams, Passage, Repair};
 
 use super::reading::{self, Expect};
 use super::Toqd;
-use crate::ctx::{format_dialog, format_passages, Ctx};
+use crate::ctx::Ctx;
 use crate::details::{
     self,
     toqd::{SummaryRecord, ToqdNode},
@@ -48,14 +48,14 @@ impl Toqd {
             ..Expect::text(plan.final_op.answer_type().unwrap_or(AnswerType::Other))
         };
         let format = reading::answer_format(ctx, expect)?;
-        let dialog = format_dialog(&dialog);
+        let dialog = ctx.format_dialog(&dialog);
         let prompt = if evidence.is_empty() {
             ctx.render("toqd_summary", &[("dialog", &dialog), ("question", question), ("answer_format", &format)])?
         } else {
             ctx.render(
                 "toqd_summary_passages",
                 &[
-                    ("passages", &format_passages(evidence)),
+                    ("passages", &ctx.format_passages(evidence)),
                     ("dialog", &dialog),
                     ("question", question),
                     ("answer_format", &format),
