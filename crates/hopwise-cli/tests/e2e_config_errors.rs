@@ -88,3 +88,20 @@ fn a_strategy_is_shown_with_its_options_and_a_misspelt_one_is_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no strategy `toqdd` (did you mean `toqd`?)"), "{stderr}");
 }
+
+/// A reader that stops early (`hopwise strategies --json | head -1`) ends the command quietly
+/// with the SIGPIPE status, not a panic.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    let mut child = hopwise_command()
+        .args(["strategies", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run hopwise");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(matches!(out.status.code(), Some(0 | 141)), "{:?}: {stderr}", out.status);
+}
