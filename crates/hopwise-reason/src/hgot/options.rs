@@ -96,7 +96,7 @@ impl Default for HgotOptions {
             samples: 5,
             shared_sampling: true,
             max_depth: 2,
-            stop_confidence: Some(0.8),
+            stop_confidence: Some(0.5),
             keep_probe: true,
             judge_unanimous: false,
             top_k: 5,
