@@ -160,6 +160,16 @@ async fn summary_has_intervals_and_rtr_pairs_and_the_report_regenerates_only_its
     let table = String::from_utf8(run(several).await.stdout).expect("utf-8");
     assert!(table.contains("| direct | all | 4 | 50.0 | 25.0 | -25.0 ["), "{table}");
     assert!(table.contains("| other | all | 4 | 50.0 | 50.0 | +0.0 ["), "the base against itself: {table}");
+    // Two runs of one strategy among them: each is named by its run.
+    let again = tmp.path().join("again/direct-again");
+    std::fs::create_dir_all(&again).expect("mkdir");
+    for file in ["results.jsonl", "run.json"] {
+        std::fs::copy(rows.join("direct").join(file), again.join(file)).expect("copy");
+    }
+    let mut reruns = hopwise(&home, &data);
+    reruns.arg("compare").args([rows.join("rtr"), rows.join("direct"), again.clone()]);
+    let table = String::from_utf8(run(reruns).await.stdout).expect("utf-8");
+    assert!(table.contains("| direct | all | 4 |") && table.contains("| direct-again | all | 4 |"), "{table}");
     std::fs::write(
         repo.join("results/plan.tsv"),
         "# rows\ndirect\ttiny\tdirect\t-\t4\nrtr\ttiny\trtr\t-\t4\ncot\ttiny\tcot\t-\t4\n",

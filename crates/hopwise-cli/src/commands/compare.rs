@@ -48,6 +48,15 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         }
         comparisons.push(comparison);
     }
+    // Several runs of one strategy against the base (re-runs, ablations): tell them apart by run.
+    let labels: Vec<String> = comparisons.iter().map(|c| c.other_label.clone()).collect();
+    for (comparison, path) in comparisons.iter_mut().zip(&args.others) {
+        if labels.iter().filter(|l| **l == comparison.other_label).count() > 1 {
+            if let Some(name) = run_name(path) {
+                comparison.other_label = name;
+            }
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&comparisons)?);
     } else {
