@@ -225,7 +225,7 @@ pub async fn judge(runtime: &Runtime, item: GateItem, samples: u32, temperature:
     let guess_prompt = ctx.render("toqd_recall", &[("question", &item.question), ("answer_format", &format)])?;
     let greedy =
         ctx.chat("closed_book", Some("1"), guess_prompt.clone(), params.clone()).await?.text().trim().to_string();
-    let hedges = ctx.hedges();
+    let hedges = ctx.hedges(true);
     let greedy = read_node_answer(&greedy, &hedges).unwrap_or_default();
     let verify_prompt = ctx.render("toqd_self_verify", &[("question", &item.question), ("answer_format", &format)])?;
     let self_verify = ctx.chat("self_verify", Some("1"), verify_prompt, params).await?.text().trim().to_string();

@@ -181,9 +181,13 @@ impl Ctx {
         Ok(self.prompts.render(template, vars)?)
     }
 
-    /// The phrases that count as `NO!` for a strategy whose `hedges` option is on (read like a
-    /// template, so the strategy table must list it).
-    pub fn hedges(&self) -> crate::protocol::Hedges {
+    /// What counts as `NO!` besides the sentinel: the `unanswered_phrases` list when a strategy's
+    /// `hedges` option is on (read like a template, so the strategy table must list it), nothing
+    /// when it is off.
+    pub fn hedges(&self, on: bool) -> crate::protocol::Hedges {
+        if !on {
+            return crate::protocol::Hedges::none();
+        }
         let name = crate::protocol::Hedges::TEMPLATE;
         self.rendered.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(name.to_string());
         crate::protocol::Hedges::from_prompts(&self.prompts)

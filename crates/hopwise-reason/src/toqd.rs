@@ -39,7 +39,6 @@ use crate::details::{self, toqd::ToqdNode};
 use crate::error::Result;
 use crate::gate::UncertaintyGate;
 use crate::protocol::plan::{AnswerType, FinalOp, QuestionPlan};
-use crate::protocol::Hedges;
 use crate::strategy::api::{Answer, Strategy};
 
 mod decide;
@@ -76,16 +75,7 @@ impl Toqd {
             samples: self.opts.samples,
             temperature: self.opts.read_temperature,
             grammar: self.opts.grammar,
-            hedges: self.hedges(ctx),
-        }
-    }
-
-    /// What counts as `NO!` besides the sentinel: the `unanswered_phrases` list when `hedges` is on.
-    fn hedges(&self, ctx: &Ctx) -> Hedges {
-        if self.opts.hedges {
-            ctx.hedges()
-        } else {
-            Hedges::none()
+            hedges: ctx.hedges(self.opts.hedges),
         }
     }
 }

@@ -48,19 +48,16 @@ pub fn render(pairs: &[(String, String)], prompts: &Prompts) -> hopwise_core::Re
             premises.push(premise);
             premises.len() - 1
         });
-        let vars = [("number", (i + 1).to_string()), ("letter", letter(k)), ("claim", hypothesis.trim().to_string())];
-        claims.push(prompts.render("nli_judge_batch_claim", &borrowed(&vars))?);
+        let (number, letter) = ((i + 1).to_string(), letter(k));
+        let vars = [("number", number.as_str()), ("letter", letter.as_str()), ("claim", hypothesis.trim())];
+        claims.push(prompts.render("nli_judge_batch_claim", &vars)?);
     }
     let mut texts = Vec::with_capacity(premises.len());
     for (k, premise) in premises.iter().enumerate() {
-        let vars = [("letter", letter(k)), ("text", premise.trim().to_string())];
-        texts.push(prompts.render("nli_judge_batch_text", &borrowed(&vars))?);
+        let letter = letter(k);
+        texts.push(prompts.render("nli_judge_batch_text", &[("letter", letter.as_str()), ("text", premise.trim())])?);
     }
     Ok((texts.join("\n\n"), claims.join("\n")))
-}
-
-fn borrowed<'a>(vars: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
-    vars.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
 /// The GBNF grammar of a reply to `n` claims: `{"1":"entailment","2":"neutral",…}`, every number

@@ -51,14 +51,6 @@ impl ToqdPaper {
         Ok(Self { opts, with_retrieval })
     }
 
-    fn hedges(&self, ctx: &Ctx) -> parse::Hedges {
-        if self.opts.hedges {
-            ctx.hedges()
-        } else {
-            parse::Hedges::none()
-        }
-    }
-
     fn params(&self, ctx: &Ctx, max_tokens: u32, grammar: Option<String>) -> GenParams {
         let mut p = ctx.params().clone();
         p.max_tokens = p.max_tokens.min(max_tokens);
@@ -259,7 +251,7 @@ impl ToqdPaper {
                     self.params(ctx, ANSWER_TOKENS, None),
                 )
                 .await?;
-            let answer = answer_or_no(&reply, &self.hedges(ctx)).unwrap_or_default();
+            let answer = answer_or_no(&reply, &ctx.hedges(self.opts.hedges)).unwrap_or_default();
             ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
             return Ok(NodeOutcome::Answered { question, answer });
         }
@@ -283,7 +275,7 @@ impl ToqdPaper {
                     self.params(ctx, ANSWER_TOKENS, None),
                 )
                 .await?;
-            if let Some(answer) = answer_or_no(&reply, &self.hedges(ctx)) {
+            if let Some(answer) = answer_or_no(&reply, &ctx.hedges(self.opts.hedges)) {
                 return Ok(answered(Decision::Known, answer, question));
             }
         }
@@ -305,7 +297,7 @@ impl ToqdPaper {
                     self.params(ctx, ANSWER_TOKENS, None),
                 )
                 .await?;
-            if let Some(answer) = answer_or_no(&reply, &self.hedges(ctx)) {
+            if let Some(answer) = answer_or_no(&reply, &ctx.hedges(self.opts.hedges)) {
                 return Ok(answered(Decision::Retrieved, answer, question));
             }
         }
@@ -351,7 +343,7 @@ impl ToqdPaper {
                 self.params(ctx, ANSWER_TOKENS, None),
             )
             .await?;
-        let answer = answer_or_no(&reply, &self.hedges(ctx)).unwrap_or_default();
+        let answer = answer_or_no(&reply, &ctx.hedges(self.opts.hedges)).unwrap_or_default();
         ctx.rec().update_node(id, |n| {
             n.decision = Decision::Unresolved;
             n.best_effort = true;
@@ -411,7 +403,7 @@ impl ToqdPaper {
             }
         };
         let (answer, rationale) = answer_with_reason(&reply);
-        if self.hedges(ctx).is_unanswered(&answer) || answer.is_empty() {
+        if ctx.hedges(self.opts.hedges).is_unanswered(&answer) || answer.is_empty() {
             repair(
                 ctx,
                 "summary",

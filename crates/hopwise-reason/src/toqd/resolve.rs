@@ -147,7 +147,7 @@ impl Toqd {
                 let params =
                     GenParams { max_tokens: ctx.params().max_tokens.min(ANSWER_TOKENS), ..ctx.params().clone() };
                 let reply = ctx.chat("self_verify", Some(id), prompt, params).await?;
-                Ok(reading::read_answer(reply.text(), question, expect, &self.hedges(ctx))
+                Ok(reading::read_answer(reply.text(), question, expect, &ctx.hedges(self.opts.hedges))
                     .map(|answer| Settled { answer, confidence: None }))
             }
             NodeGate::Uncertainty => {
@@ -157,7 +157,7 @@ impl Toqd {
                 let replies =
                     gate::sample(ctx, id, "uncertainty_samples", &prompt, gate, ANSWER_TOKENS, |t| t.to_string())
                         .await?;
-                let hedges = self.hedges(ctx);
+                let hedges = ctx.hedges(self.opts.hedges);
                 let readings: Vec<Option<String>> =
                     replies.iter().map(|r| reading::read_answer(r, question, expect, &hedges)).collect();
                 let estimate = gate::estimate(ctx, id, gate, None, &reading::comparable(&readings)).await;
@@ -225,7 +225,8 @@ impl Toqd {
         )?;
         let params = GenParams { max_tokens: ctx.params().max_tokens.min(ANSWER_TOKENS), ..ctx.params().clone() };
         let reply = ctx.chat("aggregate", Some(id), prompt, params).await?;
-        let answer = reading::read_answer(reply.text(), &question, expect, &self.hedges(ctx)).unwrap_or_default();
+        let answer =
+            reading::read_answer(reply.text(), &question, expect, &ctx.hedges(self.opts.hedges)).unwrap_or_default();
         state.set_answer(id, &answer);
         ctx.rec().update_node(id, |n| n.answer = Some(answer.clone()));
         Ok(NodeOutcome::Answered { question, answer })

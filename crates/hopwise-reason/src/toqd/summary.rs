@@ -75,7 +75,7 @@ impl Toqd {
                 return Ok(Self::fall_back(ctx, last_answer));
             }
         };
-        let hedges = self.hedges(ctx);
+        let hedges = ctx.hedges(self.opts.hedges);
         let parsed: Vec<(Option<String>, Option<String>)> = reply
             .choices
             .iter()
