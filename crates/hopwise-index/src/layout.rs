@@ -188,10 +188,7 @@ pub(crate) fn open_failure(dir: &Path, bm25_dir: &Path, err: tantivy::TantivyErr
         E::OpenWriteError(OpenWriteError::IoError { io_error, filepath }) => io(io_error, filepath),
         E::OpenDirectoryError(OpenDirectoryError::IoError { io_error, directory_path }) => io(io_error, directory_path),
         E::IoError(io_error) => io(io_error, bm25_dir),
-        E::LockFailure(lock, _) => match lock {
-            tantivy::directory::error::LockError::IoError(io_error) => io(io_error, bm25_dir),
-            _ => corrupt(dir, format!("{}: {err}", bm25_dir.display())),
-        },
+        E::LockFailure(tantivy::directory::error::LockError::IoError(io_error), _) => io(io_error, bm25_dir),
         _ => corrupt(dir, format!("{}: {err}", bm25_dir.display())),
     }
 }

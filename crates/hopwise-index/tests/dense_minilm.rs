@@ -77,7 +77,7 @@ async fn int8_and_f32_vectors_never_share_an_index() {
     std::fs::write(&corpus, line.to_string()).expect("corpus");
     for (built, other, built_id) in [(&f32, &int8, MINILM_MODEL_ID), (&int8, &f32, MINILM_INT8_MODEL_ID)] {
         let index = root.path().join(format!("index-{}", built_id.len()));
-        build_index(&[corpus.clone()], &index, &IndexOptions::default(), &|_| {}).expect("bm25");
+        build_index(std::slice::from_ref(&corpus), &index, &IndexOptions::default(), &|_| {}).expect("bm25");
         build_dense(&index, built.as_ref(), &DenseOptions::default(), &|_| {}).await.expect("dense");
         assert_eq!(dense_model_id(&index).expect("meta").as_deref(), Some(built_id));
 

@@ -92,8 +92,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ctx.clear_kv_cache();
     eval(&mut ctx, &[(0, &tokens[..prefix], 0)], false)?;
     let mut batch = LlamaBatch::new(TAIL, 1);
-    for i in prefix..n {
-        batch.add(tokens[i], i as i32, &[0], true)?;
+    for (i, &token) in tokens.iter().enumerate().take(n).skip(prefix) {
+        batch.add(token, i as i32, &[0], true)?;
     }
     ctx.decode(&mut batch)?;
     let verify: Vec<Vec<f32>> = (0..TAIL).map(|j| ctx.get_logits_ith(j as i32).to_vec()).collect();

@@ -119,18 +119,21 @@ pub(crate) fn parse_response(body: &[u8]) -> Result<ChatResponse, String> {
     })
 }
 
+/// Tokens with their log-probabilities.
+type TokenLogprobs = Vec<(String, f32)>;
+
 /// The candidates for the first generated token (the chosen one always among them), and every
 /// generated token with its log-probability.
-fn read_logprobs(value: serde_json::Value) -> (Vec<(String, f32)>, Vec<(String, f32)>) {
+fn read_logprobs(value: serde_json::Value) -> (TokenLogprobs, TokenLogprobs) {
     let Ok(logprobs) = serde_json::from_value::<WireLogprobs>(value) else {
         return (Vec::new(), Vec::new());
     };
     let tokens = logprobs.content.unwrap_or_default();
-    let chosen: Vec<(String, f32)> = tokens.iter().map(|t| (t.token.clone(), t.logprob)).collect();
+    let chosen: TokenLogprobs = tokens.iter().map(|t| (t.token.clone(), t.logprob)).collect();
     let Some(first) = tokens.into_iter().next() else {
         return (Vec::new(), chosen);
     };
-    let mut candidates: Vec<(String, f32)> = first.top_logprobs.into_iter().map(|t| (t.token, t.logprob)).collect();
+    let mut candidates: TokenLogprobs = first.top_logprobs.into_iter().map(|t| (t.token, t.logprob)).collect();
     // llama.cpp reports alternatives from before grammar constraints, which may leave out the token it
     // actually chose; keep the chosen one in the list so callers can always find it.
     if !candidates.iter().any(|(token, _)| *token == first.token) {

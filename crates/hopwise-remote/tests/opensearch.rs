@@ -27,7 +27,7 @@ impl Embedder for Letters {
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = vec![0f32; 16];
+                let mut v = [0f32; 16];
                 for b in t.to_lowercase().bytes().filter(u8::is_ascii_lowercase) {
                     v[usize::from(b - b'a') % 16] += 1.0;
                 }

@@ -55,7 +55,9 @@ fn limits() -> Option<(u64, u64)> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes one rlimit into the struct it is given and reads nothing else.
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    ok.then(|| (limit.rlim_cur as u64, limit.rlim_max as u64))
+    // `rlim_t` is not `u64` on every unix target.
+    #[allow(clippy::unnecessary_cast)]
+    ok.then_some((limit.rlim_cur as u64, limit.rlim_max as u64))
 }
 
 #[cfg(unix)]

@@ -163,8 +163,8 @@ mod tests {
 
     #[test]
     fn portable_kernel_matches_the_f32_product() {
-        check(7, 96, 40, |l, q, o| portable::gemm(l, q, o));
-        check(13, 384, 64, |l, q, o| portable::gemm(l, q, o));
+        check(7, 96, 40, portable::gemm);
+        check(13, 384, 64, portable::gemm);
     }
 
     /// Compares `kernel` with the portable kernel on random layers of the given shapes.

@@ -190,7 +190,7 @@ async fn the_probe_answer_is_kept_over_a_less_confident_graph() {
     // INFER's thoughts disagree and cite nothing, so its vote is weak.
     let unsure_infer = |prompt: &str, i: u32| {
         if prompt.contains(INFER) && !prompt.contains("Hypothesis:") {
-            return if i % 2 == 0 { "Answer: Boston".into() } else { "Answer: Dayton".into() };
+            return if i.is_multiple_of(2) { "Answer: Boston".into() } else { "Answer: Dayton".into() };
         }
         scenario(prompt, i)
     };

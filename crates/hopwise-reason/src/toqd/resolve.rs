@@ -174,7 +174,7 @@ impl Toqd {
                     decision: if retrieve { GateDecision::Retrieve } else { GateDecision::Known },
                 };
                 ctx.rec().update_node(id, |n| details::update(n, |d: &mut ToqdNode| d.gate = Some(detail)));
-                Ok((!retrieve).then(|| Settled { answer: vote.answer, confidence: Some(vote.confidence) }))
+                Ok((!retrieve).then_some(Settled { answer: vote.answer, confidence: Some(vote.confidence) }))
             }
         }
     }
