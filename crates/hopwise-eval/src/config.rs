@@ -195,7 +195,7 @@ pub fn strategy_prompts_hash(prompts: &Prompts, name: &str, options: &StrategyOp
     let strategy = hopwise_reason::strategy::build(name, options)?;
     let mut templates = vec!["system"];
     templates.extend_from_slice(hopwise_reason::ctx::SHARED_FRAGMENTS);
-    templates.extend_from_slice(hopwise_reason::strategy::templates(strategy.as_ref()));
+    templates.extend(hopwise_reason::strategy::templates(strategy.as_ref()));
     Ok(prompts_hash(prompts, &templates))
 }
 

@@ -262,29 +262,32 @@ impl Run<'_> {
     }
 }
 
-/// HGOT's step templates and the judge's pair template, which every configuration may render,
-/// followed by those only some options render.
-macro_rules! hgot_templates {
-    ($($extra:literal),*) => {
-        &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge", $($extra),*]
-    };
-}
-/// Every template HGOT may render: with `batch_judgements` the judge's batch template, with
-/// `demonstrations` the demonstration blocks. A configuration's own list holds only what it could
-/// render, so its prompts fingerprint changes only with those.
-pub(crate) const TEMPLATES: &[&str] = hgot_templates!(
+/// HGOT's step templates and the judge's pair template, which every configuration may render.
+const PAIRWISE: &[&str] =
+    &["hgot_probe", "hgot_plan", "hgot_reflect", "hgot_formalize", "hgot_rewrite", "hgot_infer", "nli_judge"];
+/// Rendered with `batch_judgements`.
+const BATCH_JUDGE: &[&str] = &["nli_judge_batch", "nli_judge_batch_text", "nli_judge_batch_claim"];
+/// Rendered with `demonstrations`.
+const DEMOS: &[&str] = &["hgot_demos", "hgot_demo_thought", "hgot_demo_passages", "hgot_demo_plan"];
+/// Every template HGOT may render. A configuration's own list ([`Strategy::templates`]) holds only
+/// what its options could render, so its prompts fingerprint changes only with those.
+pub(crate) const TEMPLATES: &[&str] = &[
+    "hgot_probe",
+    "hgot_plan",
+    "hgot_reflect",
+    "hgot_formalize",
+    "hgot_rewrite",
+    "hgot_infer",
+    "nli_judge",
     "nli_judge_batch",
     "nli_judge_batch_text",
     "nli_judge_batch_claim",
     "hgot_demos",
     "hgot_demo_thought",
     "hgot_demo_passages",
-    "hgot_demo_plan"
-);
-const BATCHED: &[&str] = hgot_templates!("nli_judge_batch", "nli_judge_batch_text", "nli_judge_batch_claim");
-const PAIRWISE: &[&str] = hgot_templates!();
-const PAIRWISE_WITH_DEMOS: &[&str] =
-    hgot_templates!("hgot_demos", "hgot_demo_thought", "hgot_demo_passages", "hgot_demo_plan");
+    "hgot_demo_plan",
+    "hgot_answer_claim",
+];
 
 #[async_trait]
 impl Strategy for Hgot {
@@ -292,13 +295,18 @@ impl Strategy for Hgot {
         self.name
     }
 
-    fn templates(&self) -> Option<&'static [&'static str]> {
-        Some(match (self.opts.batch_judgements, self.pool.is_some()) {
-            (true, true) => TEMPLATES,
-            (true, false) => BATCHED,
-            (false, true) => PAIRWISE_WITH_DEMOS,
-            (false, false) => PAIRWISE,
-        })
+    fn templates(&self) -> Option<Vec<&'static str>> {
+        let mut templates = PAIRWISE.to_vec();
+        if self.opts.batch_judgements {
+            templates.extend_from_slice(BATCH_JUDGE);
+        }
+        if self.pool.is_some() {
+            templates.extend_from_slice(DEMOS);
+        }
+        if self.opts.answer_claim {
+            templates.push("hgot_answer_claim");
+        }
+        Some(templates)
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {

@@ -269,8 +269,8 @@ pub fn resolve(name: &str, no_retrieval: bool) -> Result<String> {
 }
 
 /// The prompt templates `strategy` may render: its own narrower list, else its table row's.
-pub fn templates(strategy: &dyn Strategy) -> &'static [&'static str] {
-    strategy.templates().unwrap_or_else(|| spec(strategy.name()).map_or(&[], |row| row.templates))
+pub fn templates(strategy: &dyn Strategy) -> Vec<&'static str> {
+    strategy.templates().unwrap_or_else(|| spec(strategy.name()).map_or(Vec::new(), |row| row.templates.to_vec()))
 }
 
 /// Builds a strategy by name.

@@ -178,8 +178,8 @@ impl Strategy for DynamicRetrieval {
     }
 
     /// Only a gate that compares samples by entailment asks the NLI judge.
-    fn templates(&self) -> Option<&'static [&'static str]> {
-        Some(if self.judges_entailment() { SENTENCE_LOOP_NLI_TEMPLATES } else { SENTENCE_LOOP_TEMPLATES })
+    fn templates(&self) -> Option<Vec<&'static str>> {
+        Some(if self.judges_entailment() { SENTENCE_LOOP_NLI_TEMPLATES } else { SENTENCE_LOOP_TEMPLATES }.to_vec())
     }
 
     async fn answer(&self, ctx: &Ctx, question: &str) -> Result<Answer> {

@@ -304,11 +304,20 @@ pub async fn score_all(
     judge: &Judge,
     uncited_entailment: bool,
 ) -> Vec<CitationScore> {
+    let statements = rationales.iter().map(|r| split_statements(r)).collect();
+    score_statements(statements, passages, judge, uncited_entailment).await
+}
+
+/// [`score_all`] for rationales already split into statements (one list per rationale).
+pub async fn score_statements(
+    rationales: Vec<Vec<Statement>>,
+    passages: &[Passage],
+    judge: &Judge,
+    uncited_entailment: bool,
+) -> Vec<CitationScore> {
     let mut verdicts = Verdicts { texts: passages.iter().map(premise).collect(), judge, known: HashMap::new() };
-    let rationales: Vec<Vec<Scoring>> = rationales
-        .iter()
-        .map(|r| split_statements(r).into_iter().map(|s| Scoring::new(s, passages.len())).collect())
-        .collect();
+    let rationales: Vec<Vec<Scoring>> =
+        rationales.into_iter().map(|r| r.into_iter().map(|s| Scoring::new(s, passages.len())).collect()).collect();
     let statements = || rationales.iter().flatten();
     let uncited = |s: &Scoring| (1..=passages.len()).filter(|n| !s.valid.contains(n)).collect::<Vec<_>>();
     let mut asks: Vec<(Vec<usize>, String)> =

@@ -70,6 +70,11 @@ pub struct HgotOptions {
     /// `δ̂(p, s) = 1` also when an uncited passage entails a statement. Off by default: it costs one
     /// NLI judgement per (uncited passage, statement) pair.
     pub uncited_entailment: bool,
+    /// Score a rationale that states nothing (only `[n]` markers) as one statement: the answer put as
+    /// a claim about the question (template `hgot_answer_claim`), citing those markers. Off (the
+    /// paper): such a thought has no statement, recall and precision 0, and weighs `alpha` whatever
+    /// its passages say.
+    pub answer_claim: bool,
     /// NLI judgements allowed per question; beyond it a citation counts as unsupported (noted).
     pub max_nli_calls: u64,
     /// Judge a vote's new (premise, statement) pairs of one round together, where the NLI can: the
@@ -107,6 +112,7 @@ impl Default for HgotOptions {
             self_reflect: true,
             formalize: true,
             uncited_entailment: false,
+            answer_claim: false,
             max_nli_calls: 300,
             batch_judgements: false,
             demonstrations: None,

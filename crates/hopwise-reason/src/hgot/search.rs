@@ -145,7 +145,7 @@ impl Run<'_> {
                 ("question", question),
             ],
         )?;
-        let thought = self.deliberate("infer", id, prompt, &top, false).await?;
+        let thought = self.deliberate("infer", id, question, prompt, &top, false).await?;
         self.update_sigma(id, "infer", &mut pool[..k], &thought.nu_bar, thought.vote.confidence);
         let record = ThoughtsRecord { ranked: Some(ranked), ..thought.to_record(&top) };
         let (answer, confidence, rationale, decision) = if thought.vote.answer.is_empty() {

@@ -210,6 +210,58 @@ async fn the_probe_answer_is_kept_over_a_less_confident_graph() {
     assert!(node_detail(&paper, "Q").kept.is_none());
 }
 
+/// Entails when the hypothesis's last word occurs in the premise: a judge of the answer alone.
+struct LastWordNli;
+
+#[async_trait]
+impl Nli for LastWordNli {
+    fn name(&self) -> &str {
+        "last-word"
+    }
+    async fn judge(&self, premise: &str, hypothesis: &str) -> hopwise_core::Result<hopwise_core::NliVerdict> {
+        let last = hypothesis.split_whitespace().last().unwrap_or("").trim_matches(|c: char| !c.is_alphanumeric());
+        let entailed = !last.is_empty() && premise.contains(last);
+        let label = if entailed { hopwise_core::NliLabel::Entailment } else { hopwise_core::NliLabel::Neutral };
+        Ok(hopwise_core::NliVerdict::certain(label))
+    }
+}
+
+/// `answer_claim`: Probe thoughts whose rationales are bare markers weigh by whether the passages
+/// they cite support their answer; without it they all weigh `alpha` and the plain majority wins.
+#[tokio::test]
+async fn bare_marker_rationales_are_scored_on_their_answer() {
+    let bare = |prompt: &str, i: u32| {
+        if prompt.contains(PROBE) && question_of(prompt) == QUESTION {
+            return match i {
+                0 | 1 => format!("Rationale: {}\nAnswer: Cincinnati", cite(prompt, "Cincinnati")),
+                _ => format!("Rationale: {}\nAnswer: Boston", cite(prompt, "directed")),
+            };
+        }
+        scenario(prompt, i)
+    };
+    let run_with = |opts: Value| async move {
+        let llm = ScriptedLlm::new().on_fn("", bare);
+        let ctx = context(&llm, Some(Arc::new(LastWordNli)));
+        answer_as("hgot", opts, &ctx).await
+    };
+    let plain = run_with(serde_json::json!({})).await;
+    assert_eq!(plain.answer, "Boston", "every thought weighs alpha: three of five win");
+    assert_eq!(plain.stats.nli_calls, 0, "no statement, nothing to judge");
+
+    let claimed = run_with(serde_json::json!({"answer_claim": true})).await;
+    assert_eq!(claimed.answer, "Cincinnati", "the thoughts whose passage supports their answer weigh more");
+    assert!(claimed.stats.nli_calls > 0);
+    let probe = node_detail(&claimed, "Q").probe.expect("the probe's record");
+    let claim = &probe.samples[0].statements[0];
+    assert_eq!(claim.claim, format!("The answer to the question \"{QUESTION}\" is Cincinnati."));
+    assert!(claim.supported && probe.samples[0].rho > probe.samples[2].rho, "{probe:?}");
+    assert!(!probe.samples[2].statements[0].supported);
+
+    let templates = |opts: Value| crate::strategy::templates(build("hgot", &options(opts)).expect("builds").as_ref());
+    assert!(templates(serde_json::json!({"answer_claim": true})).contains(&"hgot_answer_claim"));
+    assert!(!templates(serde_json::json!({})).contains(&"hgot_answer_claim"), "off: not in the fingerprint");
+}
+
 /// The STOP decision recorded on node `node`.
 fn stop(trace: &Trace, node: &str) -> StopRecord {
     node_detail(trace, node).stop.unwrap_or_else(|| panic!("node {node} recorded no STOP decision"))

@@ -3,7 +3,9 @@
 
 use hopwise_core::{GenParams, Passage, Repair};
 
-use super::citations::{parse_thought, score_all, CitationScore, Thought};
+use super::citations::{
+    parse_thought, score_statements, split_statements, take_markers, CitationScore, Statement, Thought,
+};
 use super::{update_detail, Outcome, Run, ScoredPassage};
 
 use crate::details::hgot::{SigmaEntry, ThoughtSample, ThoughtsRecord};
@@ -82,6 +84,7 @@ impl Run<'_> {
         &self,
         purpose: &str,
         node: &str,
+        question: &str,
         prompt: String,
         passages: &[Passage],
         skip_if_unanimous: bool,
@@ -119,8 +122,11 @@ impl Run<'_> {
             return Ok(Deliberation { samples, vote, nu_bar: vec![0.0; passages.len()], unjudged });
         }
         // Every sample's citations are judged together; the judge asks each distinct pair once.
-        let rationales: Vec<&str> = thoughts.iter().map(|(_, thought)| thought.rationale.as_str()).collect();
-        let scores = score_all(&rationales, passages, &self.judge, opts.uncited_entailment).await;
+        let mut statements = Vec::with_capacity(thoughts.len());
+        for (_, thought) in &thoughts {
+            statements.push(self.statements(question, thought)?);
+        }
+        let scores = score_statements(statements, passages, &self.judge, opts.uncited_entailment).await;
         let mut samples = Vec::with_capacity(thoughts.len());
         for (i, ((raw, thought), citations)) in thoughts.into_iter().zip(scores).enumerate() {
             let dangling: Vec<usize> = citations.statements.iter().flat_map(|s| s.dangling.iter().copied()).collect();
@@ -143,6 +149,19 @@ impl Run<'_> {
         let support: Vec<Vec<u32>> = samples.iter().map(|s| s.citations.support.clone()).collect();
         let nu_bar = normalize_support(&passage_support(&support, &rho, passages.len()));
         Ok(Deliberation { samples, vote, nu_bar, unjudged: 0 })
+    }
+
+    /// The statements a thought's citations are scored on: its rationale's sentences, or, with
+    /// `answer_claim`, for a rationale of bare markers the answer as a claim citing those markers.
+    fn statements(&self, question: &str, thought: &Thought) -> Result<Vec<Statement>> {
+        let statements = split_statements(&thought.rationale);
+        let answer = thought.answer.trim();
+        if !self.hgot.opts.answer_claim || !statements.is_empty() || answer.is_empty() {
+            return Ok(statements);
+        }
+        let citations = take_markers(&thought.rationale).1;
+        let claim = self.ctx.render("hgot_answer_claim", &[("question", question), ("answer", answer)])?;
+        Ok(vec![Statement { claim: claim.trim().to_string(), citations }])
     }
 
     fn sample_params(&self, n: u32, offset: u64) -> GenParams {
@@ -269,7 +288,7 @@ impl Run<'_> {
         )?;
         // A unanimous Probe stops its node when `stop_confidence` is set: its judgements decide nothing.
         let skip = self.hgot.opts.stop_confidence.is_some() && !self.hgot.opts.judge_unanimous;
-        let thought = self.deliberate("probe", id, prompt, &passages, skip).await?;
+        let thought = self.deliberate("probe", id, question, prompt, &passages, skip).await?;
         self.update_sigma(id, "probe", &mut scored, &thought.nu_bar, thought.vote.confidence);
         let record = thought.to_record(&passages);
         let answer = thought.vote.answer.clone();

@@ -25,7 +25,7 @@ pub trait Strategy: Send + Sync {
     /// are fewer than its table row lists (`None`: the row's list, which covers every option). A
     /// row's prompts fingerprint hashes these, so a changed template marks only the rows that could
     /// have rendered it.
-    fn templates(&self) -> Option<&'static [&'static str]> {
+    fn templates(&self) -> Option<Vec<&'static str>> {
         None
     }
 }
