@@ -271,8 +271,11 @@ const PAIRWISE: &[&str] =
 const BATCH_JUDGE: &[&str] = &["nli_judge_batch", "nli_judge_batch_text", "nli_judge_batch_claim"];
 /// Rendered with `demonstrations`.
 const DEMOS: &[&str] = &["hgot_demos", "hgot_demo_thought", "hgot_demo_passages", "hgot_demo_plan"];
-/// Every template HGOT may render. A configuration's own list ([`Strategy::templates`]) holds only
-/// what its options could render, so its prompts fingerprint changes only with those.
+/// Rendered with `answer_claim`.
+pub(crate) const ANSWER_CLAIM: &str = "hgot_answer_claim";
+/// Every template HGOT may render: the union of the lists above, which a test keeps equal to what
+/// every option on renders. A configuration's own list ([`Strategy::templates`]) holds only what
+/// its options could render, so its prompts fingerprint changes only with those.
 pub(crate) const TEMPLATES: &[&str] = &[
     "hgot_probe",
     "hgot_plan",
@@ -306,7 +309,7 @@ impl Strategy for Hgot {
             templates.extend_from_slice(DEMOS);
         }
         if self.opts.answer_claim {
-            templates.push("hgot_answer_claim");
+            templates.push(ANSWER_CLAIM);
         }
         Some(templates)
     }

@@ -547,6 +547,23 @@ async fn demonstrations_are_selected_into_the_prompts() {
     assert!(build("hgot", &options(serde_json::json!({ "samples": 0 }))).is_err());
 }
 
+#[test]
+fn every_option_on_renders_exactly_the_listed_templates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pool.jsonl");
+    std::fs::write(&path, r#"{"question": "Is Paris in France?", "rationale": "It is [1].", "answer": "yes"}"#)
+        .expect("write pool");
+    let all = serde_json::json!({ "demonstrations": path, "batch_judgements": true, "answer_claim": true });
+    let strategy = build("hgot", &options(all)).expect("builds");
+    let mut rendered = crate::strategy::templates(strategy.as_ref());
+    let mut listed = TEMPLATES.to_vec();
+    rendered.sort_unstable();
+    listed.sort_unstable();
+    assert_eq!(rendered, listed, "TEMPLATES is the union of what the options render");
+    let plain = crate::strategy::templates(build("hgot", &options(serde_json::json!({}))).expect("builds").as_ref());
+    assert!(plain.len() < listed.len(), "options off: a narrower list");
+}
+
 #[tokio::test]
 async fn separate_sampling_sends_one_request_per_sample() {
     let llm = ScriptedLlm::new().on_fn("", scenario);

@@ -6,7 +6,7 @@ use hopwise_core::{GenParams, Passage, Repair};
 use super::citations::{
     parse_thought, score_statements, split_statements, take_markers, CitationScore, Statement, Thought,
 };
-use super::{update_detail, Outcome, Run, ScoredPassage};
+use super::{update_detail, Outcome, Run, ScoredPassage, ANSWER_CLAIM};
 
 use crate::details::hgot::{SigmaEntry, ThoughtSample, ThoughtsRecord};
 use crate::error::{ReasonError, Result};
@@ -160,7 +160,7 @@ impl Run<'_> {
             return Ok(statements);
         }
         let citations = take_markers(&thought.rationale).1;
-        let claim = self.ctx.render("hgot_answer_claim", &[("question", question), ("answer", answer)])?;
+        let claim = self.ctx.render(ANSWER_CLAIM, &[("question", question), ("answer", answer)])?;
         Ok(vec![Statement { claim: claim.trim().to_string(), citations }])
     }
 
