@@ -16,7 +16,8 @@
 //! `hgot-paper` is Algorithm 1 as published: no `stop_confidence`, no `keep_probe`.
 //! Thoughts are weighed by citation quality, `ρ = α + β·REC + γ·PREC` ([`citations`], [`vote`]); a
 //! rationale of bare `[n]` markers has no statement and weighs α, unless `answer_claim` scores its
-//! answer as a claim citing those markers;
+//! answer as a claim citing those markers, or `cited_grammar` samples the thoughts under a grammar
+//! that puts words before every marker;
 //! every Probe/Infer updates the passage scores `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]`, starting from
 //! the search engine's scores divided by the round's best ([`crate::vote::initial_scores`]).
 //!

@@ -30,7 +30,9 @@ use hopwise_core::{Nli, NliLabel, Passage, Recorder};
 use serde::Serialize;
 
 pub use crate::details::hgot::StatementScore;
-pub use crate::protocol::citations::{parse_thought, split_statements, take_markers, Statement, Thought};
+pub use crate::protocol::citations::{
+    cited_thought_grammar, parse_thought, split_statements, take_markers, Statement, Thought,
+};
 
 /// Citations per statement that are scored.
 pub const MAX_CITATIONS: usize = 3;

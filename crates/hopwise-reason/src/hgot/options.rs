@@ -75,6 +75,14 @@ pub struct HgotOptions {
     /// paper): such a thought has no statement, recall and precision 0, and weighs `alpha` whatever
     /// its passages say.
     pub answer_claim: bool,
+    /// Constrain each Probe/Infer thought with a grammar ([`cited_thought_grammar`]): one to three
+    /// statements, each some words and then markers naming passages of the prompt, then the answer.
+    /// Backends without grammars ignore it (the trace's calls say whether one was used). Off (the
+    /// paper): the prompt alone asks for that form, and a reply of bare markers leaves no statement
+    /// whose citations could be judged.
+    ///
+    /// [`cited_thought_grammar`]: crate::protocol::citations::cited_thought_grammar
+    pub cited_grammar: bool,
     /// NLI judgements allowed per question; beyond it a citation counts as unsupported (noted).
     pub max_nli_calls: u64,
     /// Judge a vote's new (premise, statement) pairs of one round together, where the NLI can: the
@@ -113,6 +121,7 @@ impl Default for HgotOptions {
             formalize: true,
             uncited_entailment: false,
             answer_claim: false,
+            cited_grammar: false,
             max_nli_calls: 300,
             batch_judgements: false,
             demonstrations: None,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hopwise_core::scripted::{ScriptedLlm, StaticRetriever};
-use hopwise_core::{Embedder, EventKind, Nli, Prompts, Recorder, Trace};
+use hopwise_core::{ChatRequest, ChatResponse, Embedder, EventKind, Llm, Nli, Prompts, Recorder, Trace};
 use serde_json::Value;
 
 use super::citations::tests::WordNli;
@@ -581,4 +581,48 @@ async fn separate_sampling_sends_one_request_per_sample() {
     // Same samples (the script answers by sample index 0 each time), so all five agree.
     assert_eq!(node_detail(&trace, "Q").probe.map(|p| p.confidence), Some(1.0));
     assert_eq!(trace.answer, "Cincinnati");
+}
+
+/// A scripted model that keeps, for each Probe and Infer request, its passage count and grammar.
+struct ThoughtGrammars {
+    inner: ScriptedLlm,
+    seen: std::sync::Mutex<Vec<(usize, Option<String>)>>,
+}
+
+#[async_trait]
+impl Llm for ThoughtGrammars {
+    fn name(&self) -> &str {
+        "thought-grammars"
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> hopwise_core::Result<ChatResponse> {
+        let prompt: String = request.messages.iter().map(|m| m.content.as_str()).collect();
+        if prompt.contains(PROBE) {
+            let passages = prompt.lines().filter(|l| l.starts_with('[')).count();
+            self.seen.lock().expect("lock").push((passages, request.params.grammar.clone()));
+        }
+        self.inner.chat(request).await
+    }
+}
+
+#[tokio::test]
+async fn cited_grammar_constrains_every_thought_to_the_prompts_passages() {
+    for on in [true, false] {
+        let llm = Arc::new(ThoughtGrammars {
+            inner: ScriptedLlm::new().on_fn("", scenario),
+            seen: std::sync::Mutex::new(Vec::new()),
+        });
+        let ctx = Ctx::new(llm.clone(), Arc::new(Prompts::default()), Recorder::new(QUESTION, "hgot"))
+            .with_retriever(Some(Arc::new(corpus())))
+            .with_nli(Some(Arc::new(WordNli)));
+        let trace = answer_with(serde_json::json!({ "cited_grammar": on, "max_depth": 1 }), &ctx).await;
+        assert_eq!(trace.answer, "Cincinnati");
+        let seen = llm.seen.lock().expect("lock").clone();
+        assert!(seen.len() >= 2, "the probes and the infer: {seen:?}");
+        for (passages, grammar) in seen {
+            let expected = if on { crate::protocol::citations::cited_thought_grammar(passages) } else { None };
+            assert!(passages > 0);
+            assert_eq!(grammar, expected, "cited_grammar = {on}, {passages} passages");
+        }
+    }
 }

@@ -4,7 +4,8 @@
 use hopwise_core::{GenParams, Passage, Repair};
 
 use super::citations::{
-    parse_thought, score_statements, split_statements, take_markers, CitationScore, Statement, Thought,
+    cited_thought_grammar, parse_thought, score_statements, split_statements, take_markers, CitationScore, Statement,
+    Thought,
 };
 use super::{update_detail, Outcome, Run, ScoredPassage, ANSWER_CLAIM};
 
@@ -90,10 +91,11 @@ impl Run<'_> {
         skip_if_unanimous: bool,
     ) -> Result<Deliberation> {
         let opts = &self.hgot.opts;
+        let grammar = opts.cited_grammar.then(|| cited_thought_grammar(passages.len())).flatten();
         let texts = if opts.shared_sampling {
-            self.shared_samples(purpose, node, &prompt).await?
+            self.shared_samples(purpose, node, &prompt, grammar).await?
         } else {
-            self.separate_samples(purpose, node, &prompt).await?
+            self.separate_samples(purpose, node, &prompt, grammar).await?
         };
         if texts.len() < opts.samples as usize {
             self.ctx.rec().note(format!("node {node}: {purpose} got {} of {} samples", texts.len(), opts.samples));
@@ -164,10 +166,11 @@ impl Run<'_> {
         Ok(vec![Statement { claim: claim.trim().to_string(), citations }])
     }
 
-    fn sample_params(&self, n: u32, offset: u64) -> GenParams {
+    fn sample_params(&self, n: u32, offset: u64, grammar: &Option<String>) -> GenParams {
         let opts = &self.hgot.opts;
         GenParams {
             n,
+            grammar: grammar.clone(),
             temperature: opts.temperature,
             top_p: 1.0,
             max_tokens: THOUGHT_MAX_TOKENS,
@@ -178,7 +181,13 @@ impl Run<'_> {
     }
 
     /// One request with `n = m`, topped up once when the backend returns fewer choices.
-    async fn shared_samples(&self, purpose: &str, node: &str, prompt: &str) -> Result<Vec<String>> {
+    async fn shared_samples(
+        &self,
+        purpose: &str,
+        node: &str,
+        prompt: &str,
+        grammar: Option<String>,
+    ) -> Result<Vec<String>> {
         let m = self.hgot.opts.samples;
         let mut texts: Vec<String> = Vec::with_capacity(m as usize);
         for attempt in 0..2u64 {
@@ -186,7 +195,11 @@ impl Run<'_> {
             if missing == 0 {
                 break;
             }
-            match self.ctx.chat(purpose, Some(node), prompt.to_string(), self.sample_params(missing, attempt)).await {
+            match self
+                .ctx
+                .chat(purpose, Some(node), prompt.to_string(), self.sample_params(missing, attempt, &grammar))
+                .await
+            {
                 Ok(reply) => texts.extend(reply.choices.iter().take(missing as usize).map(|c| c.text.clone())),
                 Err(e) if attempt == 0 => return Err(e),
                 Err(e) => {
@@ -199,10 +212,17 @@ impl Run<'_> {
     }
 
     /// `m` concurrent requests with `n = 1`; fails only when every request fails.
-    async fn separate_samples(&self, purpose: &str, node: &str, prompt: &str) -> Result<Vec<String>> {
+    async fn separate_samples(
+        &self,
+        purpose: &str,
+        node: &str,
+        prompt: &str,
+        grammar: Option<String>,
+    ) -> Result<Vec<String>> {
         let m = self.hgot.opts.samples;
-        let requests =
-            (0..m).map(|i| self.ctx.chat(purpose, Some(node), prompt.to_string(), self.sample_params(1, u64::from(i))));
+        let requests = (0..m).map(|i| {
+            self.ctx.chat(purpose, Some(node), prompt.to_string(), self.sample_params(1, u64::from(i), &grammar))
+        });
         let mut texts = Vec::with_capacity(m as usize);
         let mut last_error = None;
         for reply in futures::future::join_all(requests).await {

@@ -1,4 +1,5 @@
-//! Cited thoughts: `Rationale: … [n]` / `Answer: …` replies, statements and their `[n]` markers.
+//! Cited thoughts: `Rationale: … [n]` / `Answer: …` replies, statements and their `[n]` markers,
+//! and the grammar that makes a reply state something before each marker.
 
 use hopwise_core::text::split_sentences;
 use serde::Serialize;
@@ -88,4 +89,58 @@ pub fn split_statements(rationale: &str) -> Vec<Statement> {
             has_words.then_some(Statement { claim, citations })
         })
         .collect()
+}
+
+/// Most statements the grammar of [`cited_thought_grammar`] lets a rationale hold (the prompts ask
+/// for one to three).
+pub const GRAMMAR_STATEMENTS: usize = 3;
+
+/// The GBNF of a cited thought over `passages` numbered passages: `Rationale: ` then one to
+/// [`GRAMMAR_STATEMENTS`] statements, each some words and then one to three markers naming those
+/// passages, then `\nAnswer: ` and a one-line answer. A statement cannot start with a marker, so
+/// the reply cannot be a rationale of bare markers, which leaves nothing to judge. `None` without
+/// passages: there is nothing to cite.
+pub fn cited_thought_grammar(passages: usize) -> Option<String> {
+    if passages == 0 {
+        return None;
+    }
+    // Larger numbers first: alternatives are tried in order, and `1` must not win over `10`.
+    let ids: Vec<String> = (1..=passages).rev().map(|id| format!("\"{id}\"")).collect();
+    let more = " (\" \" statement)?".repeat(GRAMMAR_STATEMENTS - 1);
+    Some(format!(
+        "root ::= \"Rationale: \" statement{more} \"\\nAnswer: \" answer\n\
+         statement ::= [^\\[\\]\\n ] text cite cite? cite? \".\"?\n\
+         text ::= [^\\[\\]\\n] [^\\[\\]\\n]+\n\
+         cite ::= \"[\" id \"]\"\n\
+         id ::= {}\n\
+         answer ::= [^\\[\\n ] [^\\[\\n]*\n",
+        ids.join(" | ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grammar_names_only_the_prompts_passages_and_needs_words_before_a_marker() {
+        assert_eq!(cited_thought_grammar(0), None);
+        let g = cited_thought_grammar(12).expect("passages to cite");
+        assert!(g.contains(r#"id ::= "12" | "11" | "10" | "9""#), "{g}");
+        assert!(g.contains("| \"2\" | \"1\"\n"), "{g}");
+        assert!(g.contains(r#"statement ::= [^\[\]\n ] text cite"#), "a statement opens with a word: {g}");
+        assert_eq!(g.matches("statement)?").count(), GRAMMAR_STATEMENTS - 1, "{g}");
+    }
+
+    #[test]
+    fn a_reply_in_the_grammars_form_reads_back_as_statements_with_their_markers() {
+        let reply =
+            "Rationale: Ridley Scott directed Alien [1]. He was born in South Shields[2][3]\nAnswer: South Shields";
+        let thought = parse_thought(reply);
+        assert_eq!(thought.answer, "South Shields");
+        let statements = split_statements(&thought.rationale);
+        let cited: Vec<Vec<usize>> = statements.iter().map(|s| s.citations.clone()).collect();
+        assert_eq!(cited, vec![vec![1], vec![2, 3]], "{statements:?}");
+        assert_eq!(statements[1].claim, "He was born in South Shields");
+    }
 }
