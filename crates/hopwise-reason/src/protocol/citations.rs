@@ -95,11 +95,21 @@ pub fn split_statements(rationale: &str) -> Vec<Statement> {
 /// for one to three).
 pub const GRAMMAR_STATEMENTS: usize = 3;
 
+/// The rules of [`cited_thought_grammar`] that do not depend on the passage count. A statement
+/// opens with a word, and within it `.`, `!` or `?` is never followed by a space or a bracket, so a
+/// sentence can end only at its markers.
+const CITED_STATEMENT: &str = r#"statement ::= [^\[\]\n .!?] piece piece+ "."? " "? cite cite? cite? "."?
+piece ::= [^\[\]\n.!?] | [.!?] [^\[\]\n .!?]
+cite ::= "[" id "]"
+answer ::= [^\[\n ] [^\[\n]*
+"#;
+
 /// The GBNF of a cited thought over `passages` numbered passages: `Rationale: ` then one to
-/// [`GRAMMAR_STATEMENTS`] statements, each some words and then one to three markers naming those
-/// passages, then `\nAnswer: ` and a one-line answer. A statement cannot start with a marker, so
-/// the reply cannot be a rationale of bare markers, which leaves nothing to judge. `None` without
-/// passages: there is nothing to cite.
+/// [`GRAMMAR_STATEMENTS`] sentences, each some words and then one to three markers naming those
+/// passages, then `\nAnswer: ` and a one-line answer. This is the form the `cited_thought`
+/// prompts ask for; without it a small model often writes a rationale of bare markers, which states
+/// nothing whose citations could be judged, or sentences whose markers stand only after the last.
+/// `None` without passages: there is nothing to cite.
 pub fn cited_thought_grammar(passages: usize) -> Option<String> {
     if passages == 0 {
         return None;
@@ -108,12 +118,7 @@ pub fn cited_thought_grammar(passages: usize) -> Option<String> {
     let ids: Vec<String> = (1..=passages).rev().map(|id| format!("\"{id}\"")).collect();
     let more = " (\" \" statement)?".repeat(GRAMMAR_STATEMENTS - 1);
     Some(format!(
-        "root ::= \"Rationale: \" statement{more} \"\\nAnswer: \" answer\n\
-         statement ::= [^\\[\\]\\n ] text cite cite? cite? \".\"?\n\
-         text ::= [^\\[\\]\\n] [^\\[\\]\\n]+\n\
-         cite ::= \"[\" id \"]\"\n\
-         id ::= {}\n\
-         answer ::= [^\\[\\n ] [^\\[\\n]*\n",
+        "root ::= \"Rationale: \" statement{more} \"\\nAnswer: \" answer\nid ::= {}\n{CITED_STATEMENT}",
         ids.join(" | ")
     ))
 }
@@ -128,7 +133,7 @@ mod tests {
         let g = cited_thought_grammar(12).expect("passages to cite");
         assert!(g.contains(r#"id ::= "12" | "11" | "10" | "9""#), "{g}");
         assert!(g.contains("| \"2\" | \"1\"\n"), "{g}");
-        assert!(g.contains(r#"statement ::= [^\[\]\n ] text cite"#), "a statement opens with a word: {g}");
+        assert!(g.contains(r#"statement ::= [^\[\]\n .!?] piece"#), "a statement opens with a word: {g}");
         assert_eq!(g.matches("statement)?").count(), GRAMMAR_STATEMENTS - 1, "{g}");
     }
 
