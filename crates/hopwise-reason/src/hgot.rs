@@ -17,7 +17,7 @@
 //! Thoughts are weighed by citation quality, `ρ = α + β·REC + γ·PREC` ([`citations`], [`vote`]); a
 //! rationale of bare `[n]` markers has no statement and weighs α, unless `answer_claim` scores its
 //! answer as a claim citing those markers, or `cited_grammar` samples the thoughts under a grammar
-//! that puts words before every marker;
+//! in which every sentence ends with its markers;
 //! every Probe/Infer updates the passage scores `σ(p, t+1) = w·[σ(p, t), ν̄(p), CI]`, starting from
 //! the search engine's scores divided by the round's best ([`crate::vote::initial_scores`]).
 //!

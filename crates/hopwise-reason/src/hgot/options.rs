@@ -76,7 +76,7 @@ pub struct HgotOptions {
     /// its passages say.
     pub answer_claim: bool,
     /// Constrain each Probe/Infer thought with a grammar ([`cited_thought_grammar`]): one to three
-    /// statements, each some words and then markers naming passages of the prompt, then the answer.
+    /// sentences, each ending with markers naming passages of the prompt, then the answer.
     /// Backends without grammars ignore it (the trace's calls say whether one was used). Off (the
     /// paper): the prompt alone asks for that form, and a reply of bare markers leaves no statement
     /// whose citations could be judged.
