@@ -18,6 +18,14 @@ use crate::vote::{
 /// Longest thought, in tokens.
 const THOUGHT_MAX_TOKENS: u32 = 256;
 
+/// What every sample of one Probe or Infer is asked with.
+struct Asking<'a> {
+    purpose: &'a str,
+    node: &'a str,
+    prompt: &'a str,
+    grammar: Option<String>,
+}
+
 /// One scored sample.
 pub(super) struct Sample {
     pub raw: String,
@@ -92,11 +100,9 @@ impl Run<'_> {
     ) -> Result<Deliberation> {
         let opts = &self.hgot.opts;
         let grammar = opts.cited_grammar.then(|| cited_thought_grammar(passages.len())).flatten();
-        let texts = if opts.shared_sampling {
-            self.shared_samples(purpose, node, &prompt, grammar).await?
-        } else {
-            self.separate_samples(purpose, node, &prompt, grammar).await?
-        };
+        let ask = Asking { purpose, node, prompt: &prompt, grammar };
+        let texts =
+            if opts.shared_sampling { self.shared_samples(&ask).await? } else { self.separate_samples(&ask).await? };
         if texts.len() < opts.samples as usize {
             self.ctx.rec().note(format!("node {node}: {purpose} got {} of {} samples", texts.len(), opts.samples));
         }
@@ -166,11 +172,11 @@ impl Run<'_> {
         Ok(vec![Statement { claim: claim.trim().to_string(), citations }])
     }
 
-    fn sample_params(&self, n: u32, offset: u64, grammar: &Option<String>) -> GenParams {
+    fn sample_params(&self, n: u32, offset: u64, ask: &Asking<'_>) -> GenParams {
         let opts = &self.hgot.opts;
         GenParams {
             n,
-            grammar: grammar.clone(),
+            grammar: ask.grammar.clone(),
             temperature: opts.temperature,
             top_p: 1.0,
             max_tokens: THOUGHT_MAX_TOKENS,
@@ -181,13 +187,8 @@ impl Run<'_> {
     }
 
     /// One request with `n = m`, topped up once when the backend returns fewer choices.
-    async fn shared_samples(
-        &self,
-        purpose: &str,
-        node: &str,
-        prompt: &str,
-        grammar: Option<String>,
-    ) -> Result<Vec<String>> {
+    async fn shared_samples(&self, ask: &Asking<'_>) -> Result<Vec<String>> {
+        let Asking { purpose, node, prompt, .. } = *ask;
         let m = self.hgot.opts.samples;
         let mut texts: Vec<String> = Vec::with_capacity(m as usize);
         for attempt in 0..2u64 {
@@ -197,7 +198,7 @@ impl Run<'_> {
             }
             match self
                 .ctx
-                .chat(purpose, Some(node), prompt.to_string(), self.sample_params(missing, attempt, &grammar))
+                .chat(purpose, Some(node), prompt.to_string(), self.sample_params(missing, attempt, ask))
                 .await
             {
                 Ok(reply) => texts.extend(reply.choices.iter().take(missing as usize).map(|c| c.text.clone())),
@@ -212,16 +213,10 @@ impl Run<'_> {
     }
 
     /// `m` concurrent requests with `n = 1`; fails only when every request fails.
-    async fn separate_samples(
-        &self,
-        purpose: &str,
-        node: &str,
-        prompt: &str,
-        grammar: Option<String>,
-    ) -> Result<Vec<String>> {
+    async fn separate_samples(&self, ask: &Asking<'_>) -> Result<Vec<String>> {
         let m = self.hgot.opts.samples;
         let requests = (0..m).map(|i| {
-            self.ctx.chat(purpose, Some(node), prompt.to_string(), self.sample_params(1, u64::from(i), &grammar))
+            self.ctx.chat(ask.purpose, Some(ask.node), ask.prompt.to_string(), self.sample_params(1, u64::from(i), ask))
         });
         let mut texts = Vec::with_capacity(m as usize);
         let mut last_error = None;
