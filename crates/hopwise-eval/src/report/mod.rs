@@ -60,6 +60,25 @@ fn relative_to(base: &Path, target: &Path) -> String {
     full.strip_prefix(canon(base)).map(Path::to_path_buf).unwrap_or(full).to_string_lossy().replace('\\', "/")
 }
 
+/// One point per main-table row that has answered every question planned for it: a row part-way
+/// through is measured on other questions than the rows beside it, so its place on the Pareto front
+/// would compare unlike things. Rows found on disk but not in the plan have nothing left to run.
+fn plot_points(table: &tables::Table) -> Vec<CostPoint> {
+    table
+        .rows
+        .iter()
+        .filter(|r| r.planned.is_none_or(|p| r.done() >= p))
+        .filter_map(|r| {
+            r.cell.as_ref().map(|c| CostPoint {
+                label: r.label.clone(),
+                accuracy: c.em,
+                seconds: c.seconds,
+                tokens: c.prompt_tokens + c.completion_tokens,
+            })
+        })
+        .collect()
+}
+
 /// Draws the cost-accuracy plot of every (model, dataset) with main-table results; returns the
 /// links by (model, dataset) and the stems drawn.
 fn draw_plots(
@@ -72,19 +91,7 @@ fn draw_plots(
     let doc_dir = config.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     for m in models {
         for d in &m.datasets {
-            let points: Vec<CostPoint> = d
-                .main
-                .rows
-                .iter()
-                .filter_map(|r| {
-                    r.cell.as_ref().map(|c| CostPoint {
-                        label: r.label.clone(),
-                        accuracy: c.em,
-                        seconds: c.seconds,
-                        tokens: c.prompt_tokens + c.completion_tokens,
-                    })
-                })
-                .collect();
+            let points = plot_points(&d.main);
             if points.is_empty() {
                 continue;
             }

@@ -203,7 +203,7 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
         let _ = writeln!(
             out,
             "![{name}: EM against seconds and tokens per question]({stem}.png)\n\n\
-             Cost against accuracy, one point per main-table row with results (SVG: [{stem}.svg]({stem}.svg)). \
+             Cost against accuracy, one point per main-table row that has answered all its planned questions (SVG: [{stem}.svg]({stem}.svg)). \
              Filled points joined by the line are the Pareto front: no other row is both cheaper and more \
              accurate. Both cost axes are logarithmic.\n"
         );

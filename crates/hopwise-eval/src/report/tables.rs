@@ -256,6 +256,17 @@ mod tests {
     }
 
     #[test]
+    fn only_finished_rows_are_plotted() {
+        let plan =
+            parse_plan(std::path::Path::new("plan.tsv"), "rtr\td\trtr\t-\t2\ncot\td\tcot\t-\t4\n").expect("plan");
+        let rows = [found("rtr", "rtr", &[1.0, 0.0]), found("cot", "cot", &[1.0])];
+        let models = build(&plan, &rows);
+        let labels: Vec<String> =
+            crate::report::plot_points(&models[0].datasets[0].main).into_iter().map(|p| p.label).collect();
+        assert_eq!(labels, ["rtr"], "cot has answered 1 of its 4 planned questions");
+    }
+
+    #[test]
     fn rows_run_with_other_prompts_are_marked_stale() {
         let plan =
             parse_plan(std::path::Path::new("plan.tsv"), "rtr\td\trtr\t-\t4\ncot\td\tcot\t-\t4\n").expect("plan");
