@@ -67,7 +67,7 @@ fn plot_points(table: &tables::Table) -> Vec<CostPoint> {
     table
         .rows
         .iter()
-        .filter(|r| r.planned.is_none_or(|p| r.done() >= p))
+        .filter(|r| r.planned.is_none() || r.is_complete())
         .filter_map(|r| {
             r.cell.as_ref().map(|c| CostPoint {
                 label: r.label.clone(),

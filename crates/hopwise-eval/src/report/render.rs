@@ -271,9 +271,8 @@ fn progress(out: &mut String, model: &ModelReport) {
         })
         .filter(|(_, r)| r.planned.is_some())
         .collect();
-    let finished = |r: &RowView| r.planned.is_some_and(|p| r.done() >= p);
-    let complete = rows.iter().filter(|(_, r)| finished(r) && r.stale.is_none()).count();
-    let earlier = rows.iter().filter(|(_, r)| finished(r) && r.stale.is_some()).count();
+    let complete = rows.iter().filter(|(_, r)| r.is_complete() && r.stale.is_none()).count();
+    let earlier = rows.iter().filter(|(_, r)| r.is_complete() && r.stale.is_some()).count();
     let rerun = if earlier > 0 {
         format!(
             "; {earlier} more {} earlier prompts and {} as left in full, since measuring this \

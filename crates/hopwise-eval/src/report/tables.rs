@@ -35,6 +35,11 @@ impl RowView<'_> {
         self.cell.as_ref().map_or(0, |c| c.n)
     }
 
+    /// Whether the row has answered every question planned for it; a row not in the plan never is.
+    pub fn is_complete(&self) -> bool {
+        self.planned.is_some_and(|p| self.done() >= p)
+    }
+
     pub fn sessions(&self) -> &[Session] {
         self.results.map_or(&[], |r| r.sessions.as_slice())
     }
@@ -151,11 +156,10 @@ fn dataset_report<'a>(dataset: &str, plan: &[PlannedRow], found: &[&'a RowResult
 /// The strongest complete peer row by EM (the earlier in plan order on a tie), and each of our rows
 /// with results against it on their common questions.
 fn against_strongest_peer(dataset: &str, rows: &[RowView]) -> Option<PeerComparison> {
-    let complete = |r: &&RowView| r.planned.is_some_and(|n| r.done() >= n);
     let candidates: Vec<(&RowView, f64)> = rows
         .iter()
         .filter(|r| PEERS.contains(&r.label.as_str()))
-        .filter(complete)
+        .filter(|r| r.is_complete())
         .filter_map(|r| r.cell.as_ref().map(|c| (r, c.em)))
         .collect();
     let (peer, _) = candidates.iter().fold(None, |best: Option<(&RowView, f64)>, &(r, em)| match best {
