@@ -222,7 +222,8 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
             peer.candidates.iter().map(|(label, em)| format!("`{label}` {:.1}", 100.0 * em)).collect();
         let _ = writeln!(
             out,
-            "Against the strongest peer on {name}, `{}` (the highest EM among the complete peer rows: {}); \
+            "Against the strongest peer on {name}, `{}` (the highest EM among the complete peer rows, a tie \
+             broken by cover-EM and then F1: {}); \
              `row - {}` per question, wins / ties / losses by EM:\n",
             peer.peer,
             candidates.join(", "),

@@ -72,7 +72,8 @@ pub const PEERS: [&str; 4] = ["ircot", "iter-retgen", "search-agent", "flare-dir
 /// The rows of the three methods this project implements, compared with the strongest peer.
 pub const OURS: [&str; 5] = ["toqd", "toqd-paper", "uar", "hgot", "hgot-paper"];
 
-/// Our rows against the peer row with the highest EM among the complete ones of the same table.
+/// Our rows against the peer row with the highest EM among the complete ones of the same table
+/// (cover-EM, then F1, breaks a tie).
 #[derive(Debug, Clone)]
 pub struct PeerComparison {
     pub peer: String,
@@ -153,18 +154,19 @@ fn dataset_report<'a>(dataset: &str, plan: &[PlannedRow], found: &[&'a RowResult
     }
 }
 
-/// The strongest complete peer row by EM (the earlier in plan order on a tie), and each of our rows
-/// with results against it on their common questions.
+/// The strongest complete peer row by EM, a tie broken by cover-EM and then F1 (the table's other
+/// answer columns; the earlier in plan order when all three tie), and each of our rows with results
+/// against it on their common questions.
 fn against_strongest_peer(dataset: &str, rows: &[RowView]) -> Option<PeerComparison> {
-    let candidates: Vec<(&RowView, f64)> = rows
+    let candidates: Vec<(&RowView, [f64; 3])> = rows
         .iter()
         .filter(|r| PEERS.contains(&r.label.as_str()))
         .filter(|r| r.is_complete())
-        .filter_map(|r| r.cell.as_ref().map(|c| (r, c.em)))
+        .filter_map(|r| r.cell.as_ref().map(|c| (r, [c.em, c.cover_em, c.f1])))
         .collect();
-    let (peer, _) = candidates.iter().fold(None, |best: Option<(&RowView, f64)>, &(r, em)| match best {
-        Some((_, top)) if top >= em => best,
-        _ => Some((r, em)),
+    let (peer, _) = candidates.iter().fold(None, |best: Option<(&RowView, [f64; 3])>, &(r, scores)| match best {
+        Some((_, top)) if top >= scores => best,
+        _ => Some((r, scores)),
     })?;
     let peer_records = peer.records();
     let paired: Vec<PairedComparison> = rows
@@ -174,7 +176,7 @@ fn against_strongest_peer(dataset: &str, rows: &[RowView]) -> Option<PeerCompari
         .collect();
     Some(PeerComparison {
         peer: peer.label.clone(),
-        candidates: candidates.iter().map(|(r, em)| (r.label.clone(), *em)).collect(),
+        candidates: candidates.iter().map(|(r, scores)| (r.label.clone(), scores[0])).collect(),
         paired,
     })
 }
@@ -374,5 +376,25 @@ mod tests {
 
         let without = build(&plan, &rows[2..]);
         assert!(without[0].datasets[0].against_peer.is_none(), "no complete peer row, no comparison");
+    }
+
+    #[test]
+    fn a_tie_on_em_goes_to_the_peer_with_the_higher_cover_em() {
+        let plan = parse_plan(
+            std::path::Path::new("plan.tsv"),
+            "ircot\td\tircot\t-\t2\nsearch-agent\td\tsearch-agent\t-\t2\ntoqd\td\ttoqd\t-\t2\n",
+        )
+        .expect("plan");
+        let mut later = found("search-agent", "search-agent", &[1.0, 0.0]);
+        later.records[1].metrics.cover_em = 1.0;
+        let rows = [found("ircot", "ircot", &[1.0, 0.0]), later, found("toqd", "toqd", &[1.0, 1.0])];
+        let models = build(&plan, &rows);
+        let peer = models[0].datasets[0].against_peer.as_ref().expect("a complete peer row");
+        assert_eq!(peer.peer, "search-agent", "equal EM, search-agent covers one more gold answer");
+
+        let even = [found("ircot", "ircot", &[1.0, 0.0]), found("search-agent", "search-agent", &[1.0, 0.0])];
+        let models = build(&plan, &even);
+        let peer = models[0].datasets[0].against_peer.as_ref().expect("a complete peer row");
+        assert_eq!(peer.peer, "ircot", "all three equal: the earlier in plan order");
     }
 }
