@@ -38,13 +38,8 @@ async fn index_into_typesense_resume_after_kill_and_ask_through_it() {
         let lines: Vec<&str> = source.lines().take(160).collect();
         std::fs::write(&big, lines.join("\n")).expect("write big corpus");
         let n = lines.len() as u64;
-        let store = TypesenseStore::new(TypesenseConfig {
-            url: server.url.clone(),
-            api_key: server.api_key.clone(),
-            collection: "big".into(),
-            http: Default::default(),
-        })
-        .expect("store");
+        let store = TypesenseStore::new(TypesenseConfig::new(server.url.clone(), server.api_key.clone(), "big"))
+            .expect("store");
         let mut cmd = hopwise(&server);
         cmd.args(["index", "--backend", "typesense", "--collection", "big", "--batch", "4", "--json"]).arg(&big);
         // stderr goes to a file: if the run ends or stalls before the kill, the assertion shows why.

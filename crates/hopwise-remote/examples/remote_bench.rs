@@ -109,12 +109,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let opts = ImportOptions { batch: 64, ..ImportOptions::default() };
     if let Some(bin) = servers::require("typesense-server") {
         let server = TypesenseServer::start(&bin)?;
-        let store = Arc::new(TypesenseStore::new(TypesenseConfig {
-            url: server.url.clone(),
-            api_key: server.api_key.clone(),
-            collection: "bench".into(),
-            http: Default::default(),
-        })?);
+        let store =
+            Arc::new(TypesenseStore::new(TypesenseConfig::new(server.url.clone(), server.api_key.clone(), "bench"))?);
         let t = Instant::now();
         import_passages(store.as_ref(), embedder.as_ref(), subset.passages.clone(), opts, &|_| {}).await?;
         let secs = t.elapsed().as_secs_f64();

@@ -24,11 +24,28 @@ pub struct TypesenseConfig {
     pub api_key: String,
     pub collection: String,
     pub http: HttpOptions,
+    /// HNSW search width: a vector query asks for `max(ef, k)` neighbours, which Typesense finds
+    /// with at least that wide a candidate list, and keeps the closest `k`. Typesense 0.24 has no
+    /// search-width parameter of its own, and searching with a width of `k` misses neighbours.
+    pub ef: usize,
+}
+
+impl TypesenseConfig {
+    pub fn new(url: impl Into<String>, api_key: impl Into<String>, collection: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            api_key: api_key.into(),
+            collection: collection.into(),
+            http: HttpOptions::default(),
+            ef: 64,
+        }
+    }
 }
 
 pub struct TypesenseStore {
     http: Http,
     collection: String,
+    ef: usize,
 }
 
 impl TypesenseStore {
@@ -37,7 +54,7 @@ impl TypesenseStore {
             return Err(RemoteError::Config("the Typesense collection name is empty".into()));
         }
         let http = Http::new(ENGINE, &config.url, &[("X-TYPESENSE-API-KEY", config.api_key)], config.http)?;
-        Ok(Self { http, collection: config.collection })
+        Ok(Self { http, collection: config.collection, ef: config.ef })
     }
 
     fn path(&self, rest: &str) -> String {
@@ -261,7 +278,7 @@ impl RemoteStore for TypesenseStore {
         let numbers: Vec<String> = vector.iter().map(|x| format!("{x}")).collect();
         let params = json!({
             "q": "*",
-            "vector_query": format!("embedding:([{}], k:{k})", numbers.join(",")),
+            "vector_query": format!("embedding:([{}], k:{})", numbers.join(","), self.ef.max(k)),
             "per_page": k,
         });
         let hits = self.search(params, "vector search").await?;

@@ -78,10 +78,8 @@ fn quick_http() -> HttpOptions {
 fn typesense_store(server: &TypesenseServer, collection: &str) -> Arc<TypesenseStore> {
     Arc::new(
         TypesenseStore::new(TypesenseConfig {
-            url: server.url.clone(),
-            api_key: server.api_key.clone(),
-            collection: collection.into(),
             http: quick_http(),
+            ..TypesenseConfig::new(server.url.clone(), server.api_key.clone(), collection)
         })
         .expect("typesense store"),
     )

@@ -24,8 +24,7 @@ fn opts(timeout_ms: u64, retries: u32) -> HttpOptions {
 }
 
 fn typesense(url: &str, http: HttpOptions) -> TypesenseStore {
-    TypesenseStore::new(TypesenseConfig { url: url.into(), api_key: "k".into(), collection: "c".into(), http })
-        .expect("store")
+    TypesenseStore::new(TypesenseConfig { http, ..TypesenseConfig::new(url, "k", "c") }).expect("store")
 }
 
 /// Answers each connection with the next canned reply (the last one repeats); counts connections.

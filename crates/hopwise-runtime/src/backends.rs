@@ -154,7 +154,10 @@ pub fn remote_store(config: &Config, engine: &str) -> Result<Arc<dyn RemoteStore
             let api_key = RemoteConfig::secret(&r.typesense_api_key, &r.typesense_api_key_env)?.ok_or_else(|| {
                 anyhow::anyhow!("Typesense needs an API key: set HOPWISE_TYPESENSE_API_KEY, pass --typesense-api-key, or name a variable in [remote] typesense_api_key_env")
             })?;
-            Arc::new(TypesenseStore::new(TypesenseConfig { url, api_key, collection: r.collection.clone(), http })?)
+            Arc::new(TypesenseStore::new(TypesenseConfig {
+                http,
+                ..TypesenseConfig::new(url, api_key, r.collection.clone())
+            })?)
         }
         "milvus" => {
             let url = r.milvus_url.clone().ok_or_else(|| missing("--milvus-url", "HOPWISE_MILVUS_URL"))?;
