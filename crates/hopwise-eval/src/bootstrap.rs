@@ -74,6 +74,21 @@ pub fn mean_interval(values: &[f64]) -> Option<Interval> {
     Some(Interval { low: quantile(&means, tail), high: quantile(&means, 1.0 - tail) })
 }
 
+/// The 95 % percentile-bootstrap interval of `mean(high) - mean(low)` for two independent groups
+/// (each resampled within itself, from one stream); `None` when either group is empty.
+pub fn difference_interval(high: &[f64], low: &[f64]) -> Option<Interval> {
+    if high.is_empty() || low.is_empty() {
+        return None;
+    }
+    let mut rng = SplitMix64(SEED);
+    let mut resample =
+        |values: &[f64]| (0..values.len()).map(|_| values[rng.below(values.len())]).sum::<f64>() / values.len() as f64;
+    let mut differences: Vec<f64> = (0..RESAMPLES).map(|_| resample(high) - resample(low)).collect();
+    differences.sort_by(f64::total_cmp);
+    let tail = (1.0 - LEVEL) / 2.0;
+    Some(Interval { low: quantile(&differences, tail), high: quantile(&differences, 1.0 - tail) })
+}
+
 /// How two strategies compare on the same questions: `other - baseline`, question by question.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PairedDifference {
@@ -122,6 +137,20 @@ mod tests {
         // The normal approximation gives 0.4 ± 1.96·sqrt(0.4·0.6/50) = [0.264, 0.536]; the
         // bootstrap percentile interval lands within a few points of it.
         assert!((a.low - 0.264).abs() < 0.04 && (a.high - 0.536).abs() < 0.04, "{a:?}");
+    }
+
+    #[test]
+    fn the_difference_interval_brackets_the_difference_of_the_groups() {
+        let high: Vec<f64> = (0..25).map(|i| f64::from(u8::from(i % 2 == 0))).collect(); // 52 %
+        let low: Vec<f64> = (0..20).map(|i| f64::from(u8::from(i % 5 == 0))).collect(); // 20 %
+        let d = difference_interval(&high, &low).expect("interval");
+        assert_eq!(Some(d), difference_interval(&high, &low), "same input, same interval");
+        assert!(d.contains(0.32) && d.low > 0.0 && d.high < 0.64, "{d:?}");
+        // Swapping the groups mirrors the interval up to resampling noise.
+        let m = difference_interval(&low, &high).expect("mirror");
+        assert!((m.low + d.high).abs() < 0.06 && (m.high + d.low).abs() < 0.06, "{d:?} vs {m:?}");
+        assert_eq!(difference_interval(&high, &[]), None);
+        assert_eq!(difference_interval(&[1.0; 10], &[0.0; 10]), Some(Interval { low: 1.0, high: 1.0 }));
     }
 
     #[test]

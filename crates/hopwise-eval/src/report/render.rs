@@ -243,8 +243,12 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
             out,
             "Calibration on {name}: the rows whose answers carry a confidence, in {} equal-width bins of it; each \
              bin's EM (its records in brackets) and the expected calibration error (ECE: the bins' \
-             |confidence − EM| weighted by their share of the records; 0 is perfectly calibrated):\n",
-            calibration::BINS
+             |confidence − EM| weighted by their share of the records; 0 is perfectly calibrated), and the \
+             rise: EM of the highest bin minus EM of the lowest, among bins of at least {} records, with its \
+             95 % bootstrap interval (each bin resampled within itself); accuracy rises with confidence where \
+             the interval lies above 0:\n",
+            calibration::BINS,
+            calibration::MARGIN_MIN_RECORDS
         );
         calibration::render(out, &calibrated);
     }
