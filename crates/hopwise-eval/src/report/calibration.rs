@@ -13,9 +13,9 @@ use crate::results::ResultRecord;
 /// Equal-width confidence bins over [0, 1].
 pub const BINS: usize = 5;
 
-/// Records a bin needs before its EM enters the margin: a bin of two or three records has a
+/// Records a bin needs before its EM enters the rise: a bin of two or three records has a
 /// bootstrap interval far narrower than its real uncertainty.
-pub const MARGIN_MIN_RECORDS: usize = 10;
+pub const RISE_MIN_RECORDS: usize = 10;
 
 /// One bin: records in it, their mean confidence, their EM (both in [0, 1]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -32,14 +32,14 @@ pub struct Reliability {
     pub bins: [Bin; BINS],
     /// Expected calibration error, in [0, 1].
     pub ece: f64,
-    /// The rise of EM from the lowest to the highest bin holding `MARGIN_MIN_RECORDS` records;
+    /// The rise of EM from the lowest to the highest bin holding `RISE_MIN_RECORDS` records;
     /// `None` when fewer than two bins do.
-    pub margin: Option<Margin>,
+    pub rise: Option<Rise>,
 }
 
 /// EM of bin `high` minus EM of bin `low` (bin indices), in [-1, 1], with its 95 % interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Margin {
+pub struct Rise {
     pub low: usize,
     pub high: usize,
     pub difference: f64,
@@ -72,17 +72,17 @@ pub fn reliability(records: &[&ResultRecord]) -> Option<Reliability> {
         bin.em /= bin.n as f64;
         ece += bin.n as f64 / n as f64 * (bin.confidence - bin.em).abs();
     }
-    Some(Reliability { n, bins, ece, margin: margin(&bins, &scores) })
+    Some(Reliability { n, bins, ece, rise: rise(&bins, &scores) })
 }
 
-fn margin(bins: &[Bin; BINS], scores: &[Vec<f64>; BINS]) -> Option<Margin> {
-    let filled: Vec<usize> = (0..BINS).filter(|&b| scores[b].len() >= MARGIN_MIN_RECORDS).collect();
+fn rise(bins: &[Bin; BINS], scores: &[Vec<f64>; BINS]) -> Option<Rise> {
+    let filled: Vec<usize> = (0..BINS).filter(|&b| scores[b].len() >= RISE_MIN_RECORDS).collect();
     let (&low, &high) = (filled.first()?, filled.last()?);
     if low == high {
         return None;
     }
     let interval = bootstrap::difference_interval(&scores[high], &scores[low])?;
-    Some(Margin { low, high, difference: bins[high].em - bins[low].em, interval })
+    Some(Rise { low, high, difference: bins[high].em - bins[low].em, interval })
 }
 
 fn bin_range(b: usize) -> String {
@@ -90,7 +90,7 @@ fn bin_range(b: usize) -> String {
 }
 
 /// A table with one line per row: its records with a confidence, its ECE, each bin's EM with its
-/// count, and the margin with the bins it compares.
+/// count, and the rise with the bins it compares.
 pub fn render(out: &mut String, rows: &[(String, Reliability)]) {
     let edges: Vec<String> = (0..BINS).map(bin_range).collect();
     let _ = writeln!(out, "| row | n | ECE | {} | rise (bins) |", edges.join(" | "));
@@ -101,7 +101,7 @@ pub fn render(out: &mut String, rows: &[(String, Reliability)]) {
             .iter()
             .map(|b| if b.n == 0 { "–".to_string() } else { format!("{:.0} ({})", b.em * 100.0, b.n) })
             .collect();
-        let rise = r.margin.map_or_else(
+        let rise = r.rise.map_or_else(
             || "–".to_string(),
             |m| {
                 format!(
@@ -146,7 +146,7 @@ mod tests {
         assert!((r.bins[4].confidence - 0.95).abs() < 1e-9 && (r.bins[4].em - 0.5).abs() < 1e-9);
         // Top bin |0.95 - 0.5| and bottom bin |0.1 - 0|, each half of the records.
         assert!((r.ece - (0.5 * 0.45 + 0.5 * 0.1)).abs() < 1e-9, "{}", r.ece);
-        assert_eq!(r.margin, None, "no bin holds enough records for a margin");
+        assert_eq!(r.rise, None, "no bin holds enough records for a rise");
         let mut out = String::new();
         render(&mut out, &[("hgot".into(), r)]);
         assert!(out.contains("| hgot | 4 | 0.275 | 0 (2) | – | – | – | 50 (2) | – |"), "{out}");
@@ -154,7 +154,7 @@ mod tests {
     }
 
     #[test]
-    fn the_margin_compares_the_outermost_well_filled_bins() {
+    fn the_rise_compares_the_outermost_well_filled_bins() {
         let mut records = Vec::new();
         // 12 at 0.5 with EM 25 %, 3 at 0.7 (too few to count), 20 at 0.9 with EM 75 %.
         for i in 0..12 {
@@ -168,7 +168,7 @@ mod tests {
         }
         let refs: Vec<&ResultRecord> = records.iter().collect();
         let r = reliability(&refs).expect("confidences");
-        let m = r.margin.expect("two bins hold ten records");
+        let m = r.rise.expect("two bins hold ten records");
         assert_eq!((m.low, m.high), (2, 4));
         assert!((m.difference - 0.5).abs() < 1e-9, "{m:?}");
         assert!(m.interval.contains(0.5) && m.interval.low > 0.0, "{m:?}");
@@ -182,8 +182,8 @@ mod tests {
             )),
             "{out}"
         );
-        // One well-filled bin gives no margin.
+        // One well-filled bin gives no rise.
         let refs: Vec<&ResultRecord> = records[..15].iter().collect();
-        assert_eq!(reliability(&refs).expect("confidences").margin, None);
+        assert_eq!(reliability(&refs).expect("confidences").rise, None);
     }
 }

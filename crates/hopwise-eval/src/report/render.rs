@@ -248,7 +248,7 @@ fn dataset_section(out: &mut String, model: &str, range: Range, d: &DatasetRepor
              95 % bootstrap interval (each bin resampled within itself); accuracy rises with confidence where \
              the interval lies above 0:\n",
             calibration::BINS,
-            calibration::MARGIN_MIN_RECORDS
+            calibration::RISE_MIN_RECORDS
         );
         calibration::render(out, &calibrated);
     }
