@@ -54,14 +54,17 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lower] + (sorted[upper] - sorted[lower]) * frac
 }
 
-/// Means of `RESAMPLES` resamples (with replacement) of `values`, sorted.
-fn resampled_means(values: &[f64]) -> Vec<f64> {
+/// The mean of one resample (with replacement) of `values`.
+fn resampled_mean(values: &[f64], rng: &mut SplitMix64) -> f64 {
     let n = values.len();
-    let mut rng = SplitMix64(SEED);
-    let mut means: Vec<f64> =
-        (0..RESAMPLES).map(|_| (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64).collect();
-    means.sort_by(f64::total_cmp);
-    means
+    (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64
+}
+
+/// The `LEVEL` percentile interval of bootstrap statistics.
+fn percentile_interval(mut statistics: Vec<f64>) -> Interval {
+    statistics.sort_by(f64::total_cmp);
+    let tail = (1.0 - LEVEL) / 2.0;
+    Interval { low: quantile(&statistics, tail), high: quantile(&statistics, 1.0 - tail) }
 }
 
 /// The 95 % percentile-bootstrap interval of the mean of `values`; `None` when there are none.
@@ -69,9 +72,8 @@ pub fn mean_interval(values: &[f64]) -> Option<Interval> {
     if values.is_empty() {
         return None;
     }
-    let means = resampled_means(values);
-    let tail = (1.0 - LEVEL) / 2.0;
-    Some(Interval { low: quantile(&means, tail), high: quantile(&means, 1.0 - tail) })
+    let mut rng = SplitMix64(SEED);
+    Some(percentile_interval((0..RESAMPLES).map(|_| resampled_mean(values, &mut rng)).collect()))
 }
 
 /// The 95 % percentile-bootstrap interval of `mean(high) - mean(low)` for two independent groups
@@ -81,12 +83,9 @@ pub fn difference_interval(high: &[f64], low: &[f64]) -> Option<Interval> {
         return None;
     }
     let mut rng = SplitMix64(SEED);
-    let mut resample =
-        |values: &[f64]| (0..values.len()).map(|_| values[rng.below(values.len())]).sum::<f64>() / values.len() as f64;
-    let mut differences: Vec<f64> = (0..RESAMPLES).map(|_| resample(high) - resample(low)).collect();
-    differences.sort_by(f64::total_cmp);
-    let tail = (1.0 - LEVEL) / 2.0;
-    Some(Interval { low: quantile(&differences, tail), high: quantile(&differences, 1.0 - tail) })
+    Some(percentile_interval(
+        (0..RESAMPLES).map(|_| resampled_mean(high, &mut rng) - resampled_mean(low, &mut rng)).collect(),
+    ))
 }
 
 /// How two strategies compare on the same questions: `other - baseline`, question by question.

@@ -103,14 +103,14 @@ pub fn render(out: &mut String, rows: &[(String, Reliability)]) {
             .collect();
         let rise = r.rise.map_or_else(
             || "–".to_string(),
-            |m| {
+            |rise| {
                 format!(
                     "{:+.0} [{:+.0}, {:+.0}] ({} vs {})",
-                    m.difference * 100.0,
-                    m.interval.low * 100.0,
-                    m.interval.high * 100.0,
-                    bin_range(m.high),
-                    bin_range(m.low)
+                    rise.difference * 100.0,
+                    rise.interval.low * 100.0,
+                    rise.interval.high * 100.0,
+                    bin_range(rise.high),
+                    bin_range(rise.low)
                 )
             },
         );
